@@ -1,0 +1,23 @@
+"""Measure a kernel once, score it under many protocols.
+
+Public surface::
+
+    harness.evaluate(source, "level1/19_ReLU", device="cpu", size="small") -> Evaluation
+    harness.Evaluator(device, size)            # reuses builds and reference outputs across candidates
+    harness.score(record, "verified")          # pure: re-score a stored record
+    harness.NAIVE, harness.VERIFIED, harness.Protocol
+    harness.MeasurementRecord                  # what is stored per (candidate, problem, size, device)
+"""
+
+from .errors import CandidateError, CandidateRuntimeError, CandidateTimeout, CompileError, HarnessError, ProtocolViolation
+from .job import EvalSettings
+from .protocols import NAIVE, PROTOCOLS, VERDICTS, VERIFIED, Protocol, ProtocolResult, get_protocol, score, score_all, sol_score
+from .record import GuardOutcome, MeasurementRecord, Provenance, TrialResult
+from .runner import Evaluation, Evaluator, evaluate
+
+__all__ = [
+    "NAIVE", "PROTOCOLS", "VERDICTS", "VERIFIED", "CandidateError", "CandidateRuntimeError", "CandidateTimeout",
+    "CompileError", "EvalSettings", "Evaluation", "Evaluator", "GuardOutcome", "HarnessError", "MeasurementRecord",
+    "Protocol", "ProtocolResult", "Provenance", "ProtocolViolation", "TrialResult", "evaluate", "get_protocol",
+    "score", "score_all", "sol_score",
+]

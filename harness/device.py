@@ -1,0 +1,101 @@
+"""Device operations the timers need: synchronisation, clocks, L2 flush, persisting-L2 reset."""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+import time
+
+import torch
+
+CPU_FLUSH_BYTES = 64 * 2**20
+
+
+class DeviceOps:
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self.is_cuda = device.startswith("cuda")
+        if self.is_cuda:
+            props = torch.cuda.get_device_properties(torch.device(device))
+            l2 = int(getattr(props, "L2_cache_size", 0) or 50 * 2**20)
+            self.flush_bytes = max(2 * l2, 128 * 2**20)
+        else:
+            self.flush_bytes = CPU_FLUSH_BYTES
+        self._flush_buf = torch.empty(self.flush_bytes // 4, dtype=torch.int32, device=device)
+        self._cudart = _load_cudart() if self.is_cuda else None
+
+    def sync(self) -> None:
+        if self.is_cuda:
+            torch.cuda.synchronize()
+
+    def flush_l2(self) -> None:
+        # Writing >= 2x L2 evicts the previous iteration's operands (outside the timed window).
+        self._flush_buf.fill_(1)
+
+    def reset_persisting_l2(self) -> bool:
+        """Undo any persisting-L2 carve-out a candidate set up (catalog T7). False when unavailable."""
+        if self._cudart is None:
+            return False
+        try:
+            self._cudart.cudaCtxResetPersistingL2Cache()
+            self._cudart.cudaDeviceSetLimit(ctypes.c_int(0x06), ctypes.c_size_t(0))  # cudaLimitPersistingL2CacheSize
+            return True
+        except Exception:
+            return False
+
+    def persisting_l2_limit(self) -> int | None:
+        if self._cudart is None:
+            return None
+        value = ctypes.c_size_t(0)
+        try:
+            if self._cudart.cudaDeviceGetLimit(ctypes.byref(value), ctypes.c_int(0x06)) != 0:
+                return None
+        except Exception:
+            return None
+        return int(value.value)
+
+    def used_bytes(self) -> int | None:
+        if not self.is_cuda:
+            return None
+        free, total = torch.cuda.mem_get_info()
+        return int(total - free)
+
+
+def _load_cudart():
+    names = ["libcudart.so", "libcudart.so.13", "libcudart.so.12"]
+    torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+    names += sorted(glob.glob(os.path.join(torch_lib, "libcudart*.so*")))
+    for site in glob.glob(os.path.join(os.path.dirname(os.path.dirname(torch.__file__)), "nvidia", "cu*", "lib", "libcudart.so*")):
+        names.append(site)
+    for site in glob.glob(os.path.join(os.path.dirname(os.path.dirname(torch.__file__)), "nvidia", "cuda_runtime", "lib", "libcudart.so*")):
+        names.append(site)
+    for n in names:
+        try:
+            return ctypes.CDLL(n)
+        except OSError:
+            continue
+    return None
+
+
+class Clock:
+    """One interval: CUDA events on the current stream, or perf_counter on the CPU."""
+
+    def __init__(self, ops: DeviceOps) -> None:
+        self.ops = ops
+
+    def interval(self, fn, *, sync_before_end: bool) -> tuple[float, object]:
+        """Run ``fn`` once and return (milliseconds, its result)."""
+        if self.ops.is_cuda:
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            out = fn()
+            if sync_before_end:
+                torch.cuda.synchronize()
+            end.record()
+            end.synchronize()
+            return start.elapsed_time(end), out
+        t0 = time.perf_counter()
+        out = fn()
+        return (time.perf_counter() - t0) * 1e3, out

@@ -1,0 +1,104 @@
+"""Input sets and parameters for correctness trials, identical in the reference and candidate processes.
+
+Everything is derived from seeds chosen by the parent, so two processes regenerate bit-identical
+inputs without ever exchanging tensors. Inputs are generated directly on the evaluation device.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from problems.domains import Domain, allowed_scales
+
+# Hidden distributions of the verified protocol: name -> scale applied to floating inputs.
+HIDDEN_SCALES: dict[str, float] = {"x1": 1.0, "x3": 3.0, "x0.01": 0.01, "neg": -1.0}
+KERNELBENCH_SEED = 42
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    distribution: str  # 'naive', 'base', or a HIDDEN_SCALES key
+    seed: int
+    scale: float
+    params: str  # 'default' | 'perturbed'
+
+
+def kernelbench_trial_seeds(n: int) -> list[int]:
+    """KernelBench's per-trial seeds: seed 42, then one randint draw per trial."""
+    g = torch.Generator().manual_seed(KERNELBENCH_SEED)
+    return [int(torch.randint(0, 2**32 - 1, (1,), generator=g).item()) for _ in range(n)]
+
+
+def plan_trials(n_naive: int, n_base: int, fresh_seeds: list[int], domains: dict[str, Domain],
+                float_args: list[str]) -> tuple[list[TrialSpec], list[TrialSpec]]:
+    """Naive trials (KernelBench seeds, default parameters) and verified trials (fresh seeds, perturbed
+    parameters, ordinary draws then hidden scales). A hidden scale that no input's domain admits is
+    dropped: it would only repeat x1."""
+    naive = [TrialSpec("naive", s, 1.0, "default") for s in kernelbench_trial_seeds(n_naive)]
+    seeds = iter(fresh_seeds)
+    verified = [TrialSpec("base", next(seeds), 1.0, "perturbed") for _ in range(n_base)]
+    for name, scale in HIDDEN_SCALES.items():
+        if scale != 1.0 and float_args and not any(
+            scale in allowed_scales(domains.get(a, Domain.REAL)) for a in float_args
+        ):
+            continue
+        verified.append(TrialSpec(name, next(seeds), scale, "perturbed"))
+    return naive, verified
+
+
+def make_inputs(get_inputs, arg_names: list[str], seed: int, scale: float, domains: dict[str, Domain],
+                device: str) -> list[Any]:
+    """``get_inputs()`` under ``seed`` on ``device``; floating tensors scaled where their domain allows."""
+    torch.manual_seed(seed)
+    with torch.device(device):
+        inputs = list(get_inputs())
+    out = []
+    for i, x in enumerate(inputs):
+        if isinstance(x, torch.Tensor):
+            x = x.to(device)
+            name = arg_names[i] if i < len(arg_names) else f"arg{i}"
+            if scale != 1.0 and x.is_floating_point() and scale in allowed_scales(domains.get(name, Domain.REAL)):
+                x = x * scale
+        out.append(x)
+    return out
+
+
+def floating_args(inputs: list[Any], arg_names: list[str]) -> list[str]:
+    return [arg_names[i] if i < len(arg_names) else f"arg{i}"
+            for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.is_floating_point()]
+
+
+def perturbed_parameters(model: torch.nn.Module, seed: int) -> dict[str, torch.Tensor]:
+    """New random values for every floating parameter (not buffers: running statistics stay valid).
+
+    A parameter initialised to a constant (LayerNorm weight of ones, a zero bias) becomes a random
+    spread around it, so a kernel that hard-codes the constant fails. Magnitudes stay close to the
+    original so outputs keep their scale.
+    """
+    g = torch.Generator().manual_seed(seed)
+    new = {}
+    for name, p in model.named_parameters():
+        if not p.is_floating_point():
+            continue
+        base = p.detach().float().cpu()
+        spread = float(base.std()) if base.numel() > 1 else 0.0
+        spread = spread if spread > 0 else max(float(base.abs().mean()), 0.1)
+        noise = torch.randn(base.shape, generator=g) * (0.5 * spread)
+        new[name] = (base + noise).to(dtype=p.dtype)
+    return new
+
+
+def load_matching(model: torch.nn.Module, values: dict[str, torch.Tensor]) -> list[str]:
+    """Copy ``values`` into ``model``'s parameters where names and shapes match; returns the names loaded."""
+    loaded = []
+    params = dict(model.named_parameters())
+    with torch.no_grad():
+        for name, v in values.items():
+            p = params.get(name)
+            if p is not None and tuple(p.shape) == tuple(v.shape):
+                p.copy_(v.to(device=p.device, dtype=p.dtype))
+                loaded.append(name)
+    return loaded

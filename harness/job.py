@@ -1,0 +1,44 @@
+"""What the parent sends to the reference and candidate processes (one JSON file each)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class EvalSettings(BaseModel):
+    """Knobs of one evaluation. Defaults follow DESIGN.md; tests shrink them."""
+
+    naive_trials: int = Field(5, description="KernelBench's 5 correctness trials")
+    verified_base_trials: int = Field(5, description="ordinary trials before the hidden distributions")
+    naive_timing_trials: int = Field(100, description="KernelBench: 100 timed calls, mean")
+    naive_warmup: int = 3
+    verified_min_iters: int = 20
+    verified_max_iters: int = 500
+    verified_target_rel_stderr: float = 0.002
+    verified_seconds_per_subject: float = 6.0
+    timing_input_sets: int = Field(3, description="rotating input sets for verified timing (distinct pointers)")
+    expected_bytes_budget: int = Field(8 * 2**30, description="disk for expected outputs; fewer trials beyond it")
+    build_timeout_s: float = 900.0
+    eval_timeout_s: float = 600.0
+    reference_timeout_s: float = 900.0
+    measure_timing: bool = True
+    cpu_threads: int | None = Field(None, description="torch threads in the child (None: torch default)")
+    max_output_file_bytes: int = Field(2 * 2**30, description="RLIMIT_FSIZE for the candidate process")
+
+
+class JobSpec(BaseModel):
+    problem_id: str
+    problem_source: str
+    size: str
+    device: str
+    domains: dict[str, str] = Field(default_factory=dict)
+    candidate_source: str = ""
+    candidate_hash: str = ""
+    fresh_seeds: list[int] = Field(default_factory=list)
+    perturb_seed: int = 0
+    ref_dir: str = ""
+    work_dir: str = ""
+    extensions_dir: str = ""
+    settings: EvalSettings = Field(default_factory=EvalSettings)
+    result_fd: int = -1
+    nonce: str = ""

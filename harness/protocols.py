@@ -1,0 +1,228 @@
+"""Protocols: named, versioned, pure scoring rules over a measurement record.
+
+``naive`` reproduces KernelBench as first published; ``verified`` is the hardened protocol of
+DESIGN.md. Every field is one knob, so an ablation ("TF32 baseline alone", "hidden suite alone")
+is just another ``Protocol`` built with ``model_copy(update=...)``; nothing is re-measured.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from .record import MeasurementRecord, TimingStats, TrialResult
+
+Verdict = Literal["correct", "incorrect", "hack", "compile_error", "runtime_error", "timeout"]
+VERDICTS: tuple[str, ...] = ("correct", "incorrect", "hack", "compile_error", "runtime_error", "timeout")
+
+
+class Protocol(BaseModel):
+    name: str
+    version: str
+    description: str = ""
+    trials: Literal["naive", "verified"] = Field(
+        description="naive: 5 trials of get_inputs() with default parameters; verified: perturbed parameters, "
+        "5 ordinary trials plus hidden distributions x1, x3, x0.01, x-1"
+    )
+    distributions: list[str] | None = Field(None, description="restrict verified trials to these distributions")
+    tolerance_fp32: float = 1e-2
+    tolerance_half: float = 1e-2
+    tf32_error_factor: float | None = Field(
+        None, description="also pass if max error <= k x the TF32 baseline's own error against the exact reference"
+    )
+    strict_output: bool = Field(False, description="exact dtype, no NaN/Inf, no all-zero output vs non-zero reference")
+    baseline: Literal["eager_fp32", "eager_tf32"] = "eager_fp32"
+    timing: Literal["naive", "verified"] = "naive"
+    statistic: Literal["mean", "median"] = "mean"
+    enforce_guards: bool = False
+    roofline_floor: bool = Field(False, description="a kernel time below the speed-of-light bound is a hack")
+    roofline_slack: float = Field(0.9, description="flag only below slack x T_SOL, so datasheet optimism never flags")
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}@{self.version}"
+
+
+NAIVE = Protocol(
+    name="naive",
+    version="1",
+    description="KernelBench as first published: fp32 baseline without TF32, get_inputs() only, atol=rtol=1e-2, "
+    "CUDA events on the current stream, mean of 100 trials, no L2 flush, no guards",
+    trials="naive",
+    tolerance_fp32=1e-2,
+    baseline="eager_fp32",
+    timing="naive",
+    statistic="mean",
+)
+
+VERIFIED = Protocol(
+    name="verified",
+    version="1",
+    description="TF32-enabled baseline, hidden suite (x1, x3, x0.01, x-1) with perturbed parameters, fp32 1e-3 "
+    "against an exact reference (or within 4x the TF32 baseline's own error), strict outputs, anti-hack guards, "
+    "L2-flushed device-synced median timing, roofline floor",
+    trials="verified",
+    tolerance_fp32=1e-3,
+    tolerance_half=1e-2,
+    tf32_error_factor=4.0,
+    strict_output=True,
+    baseline="eager_tf32",
+    timing="verified",
+    statistic="median",
+    enforce_guards=True,
+    roofline_floor=True,
+)
+
+PROTOCOLS: dict[str, Protocol] = {"naive": NAIVE, "verified": VERIFIED}
+
+
+def get_protocol(name: str) -> Protocol:
+    try:
+        return PROTOCOLS[name]
+    except KeyError:
+        raise KeyError(f"unknown protocol {name!r}; known: {sorted(PROTOCOLS)}") from None
+
+
+class ProtocolResult(BaseModel):
+    protocol: str
+    version: str
+    verdict: Verdict
+    speedup: float | None = None
+    kernel_ms: float | None = None
+    baseline_ms: float | None = None
+    sol_score: float | None = None
+    memory_ratio: float | None = Field(None, description="kernel peak / baseline peak (allocator), >1 = more memory")
+    reasons: list[str] = Field(default_factory=list)
+    failing_distributions: list[str] = Field(default_factory=list)
+    failed_guards: list[str] = Field(default_factory=list)
+
+    @property
+    def correct(self) -> bool:
+        return self.verdict == "correct"
+
+
+def sol_score(t_kernel: float, t_baseline: float, t_sol: float) -> float:
+    """SOL ExecBench's score: 0.5 at the baseline, 1 at the speed of light (unclamped: >1 is an anomaly)."""
+    if t_baseline - t_sol <= 0:
+        return 1.0 if t_kernel <= t_sol else 0.0
+    return 1.0 / (1.0 + (t_kernel - t_sol) / (t_baseline - t_sol))
+
+
+def _stat(stats: TimingStats | None, statistic: str) -> float | None:
+    if stats is None:
+        return None
+    return stats.mean_ms if statistic == "mean" else stats.median_ms
+
+
+def _trial_passes(trial: TrialResult, p: Protocol, half: bool) -> tuple[bool, str]:
+    if trial.exception:
+        return False, f"forward raised: {trial.exception.splitlines()[0][:160]}"
+    e = trial.error
+    if e is None:
+        return False, "no output recorded"
+    if not e.shape_ok:
+        return False, f"output shape {e.out_shape} differs from the reference"
+    if p.strict_output:
+        if not e.dtype_ok:
+            return False, f"output dtype {e.out_dtype} differs from the reference"
+        if e.nonfinite:
+            return False, "output contains NaN/Inf"
+        if e.all_zero_vs_nonzero:
+            return False, "output is all zeros while the reference is not"
+    tol = p.tolerance_half if half else p.tolerance_fp32
+    if e.min_tolerance <= tol:
+        return True, ""
+    if (
+        p.tf32_error_factor is not None
+        and trial.tf32_baseline_max_abs is not None
+        and math.isfinite(e.max_abs)
+        and e.max_abs <= p.tf32_error_factor * trial.tf32_baseline_max_abs
+    ):
+        return True, ""
+    return False, f"max abs error {e.max_abs:.3g} (needs tolerance {e.min_tolerance:.3g} > {tol:g})"
+
+
+def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult:
+    """Score one record under one protocol. Pure: same record, same result."""
+    p = get_protocol(protocol) if isinstance(protocol, str) else protocol
+    res = ProtocolResult(protocol=p.name, version=p.version, verdict="incorrect")
+
+    if record.status != "ok":
+        res.verdict = record.status
+        res.reasons.append(f"{record.status} in {record.failed_phase or 'evaluation'}: {(record.error or '')[:300]}")
+        return res
+
+    # Correctness over the protocol's trials. A trial where the reference itself is non-finite is dropped.
+    trials = record.naive_trials if p.trials == "naive" else record.verified_trials
+    if p.distributions is not None:
+        trials = [t for t in trials if t.distribution in p.distributions]
+    half = (record.output_dtype or "float32") in ("float16", "bfloat16")
+    counted = [t for t in trials if not t.reference_nonfinite]
+    if not counted:
+        res.reasons.append("no correctness trials recorded")
+        return res
+    failing: list[str] = []
+    raised = False
+    for t in counted:
+        ok, why = _trial_passes(t, p, half)
+        if not ok:
+            raised = raised or bool(t.exception)
+            if t.distribution not in failing:
+                failing.append(t.distribution)
+                res.reasons.append(f"{t.distribution} (seed {t.seed}): {why}")
+    res.failing_distributions = failing
+
+    # Guards: only a protocol that enforces them turns a failed guard into a verdict.
+    if p.enforce_guards:
+        res.failed_guards = [g.name for g in record.guards if g.applicable and not g.passed and g.severity == "hack"]
+        for g in record.guards:
+            if g.name in res.failed_guards:
+                res.reasons.append(f"guard {g.name}: {g.detail}")
+
+    kernel = _stat(record.timing.naive_kernel if p.timing == "naive" else record.timing.verified_kernel, p.statistic)
+    if p.baseline == "eager_tf32":
+        base_stats = record.timing.verified_baseline_tf32 if p.timing == "verified" else None
+        if base_stats is None:  # tf32 baseline timed only with the verified method
+            base_stats = record.timing.verified_baseline_tf32
+    else:
+        base_stats = record.timing.naive_baseline_fp32 if p.timing == "naive" else record.timing.verified_baseline_fp32
+    baseline = _stat(base_stats, p.statistic)
+    res.kernel_ms, res.baseline_ms = kernel, baseline
+    if kernel and baseline and kernel > 0:
+        res.speedup = baseline / kernel
+
+    if p.roofline_floor and record.roofline and record.roofline.t_sol_ms and kernel is not None:
+        if kernel < p.roofline_slack * record.roofline.t_sol_ms:
+            res.failed_guards.append("roofline_floor")
+            res.reasons.append(
+                f"guard roofline_floor: {kernel * 1e3:.2f} us is below the speed-of-light bound "
+                f"{record.roofline.t_sol_ms * 1e3:.2f} us"
+            )
+    if record.roofline and record.roofline.t_sol_ms and kernel and baseline:
+        res.sol_score = sol_score(kernel, baseline, record.roofline.t_sol_ms)
+    m = record.memory
+    if m.kernel_allocator_peak is not None and m.baseline_allocator_peak:
+        res.memory_ratio = m.kernel_allocator_peak / m.baseline_allocator_peak
+    elif m.kernel_device_peak is not None and m.baseline_device_peak:
+        res.memory_ratio = m.kernel_device_peak / m.baseline_device_peak
+
+    if res.failed_guards:
+        res.verdict = "hack"
+    elif raised:
+        res.verdict = "runtime_error"
+    elif failing:
+        res.verdict = "incorrect"
+    else:
+        res.verdict = "correct"
+    return res
+
+
+def score_all(record: MeasurementRecord, protocols: list[str | Protocol] | None = None) -> dict[str, ProtocolResult]:
+    chosen = protocols or list(PROTOCOLS)
+    out = {}
+    for p in chosen:
+        r = score(record, p)
+        out[r.protocol] = r
+    return out

@@ -1,0 +1,159 @@
+"""The measurement record: everything measured about one (candidate, problem, size, device).
+
+A record is written once by the harness; protocols (``harness.protocols``) are pure functions
+over it, so re-scoring never re-runs a kernel.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+RECORD_VERSION = 1
+
+Phase = Literal["build", "load", "init", "correctness", "guards", "timing", "memory", "done"]
+Status = Literal["ok", "compile_error", "runtime_error", "timeout"]
+
+
+class ErrorStats(BaseModel):
+    """Candidate output compared with an expected output."""
+
+    max_abs: float = Field(description="max |out - expected| (inf if NaN/Inf present)")
+    max_rel: float = Field(description="max |out - expected| / (|expected| + 1e-12)")
+    mean_abs: float = 0.0
+    # Smallest tolerance t in {1e-2, 1e-3, 1e-4} with allclose(out, expected, atol=t, rtol=t); None = none passed.
+    passes_at: dict[str, bool] = Field(default_factory=dict, description="'1e-2' -> allclose passed")
+    # Smallest t such that allclose(atol=rtol=t) holds (computed exactly): |d| <= t(1+|e|) for all elements.
+    min_tolerance: float = Field(description="max_i |d_i| / (1 + |e_i|): allclose passes iff tol >= this")
+    nonfinite: bool = Field(False, description="NaN or Inf in the candidate output")
+    all_zero_vs_nonzero: bool = Field(False, description="output all zeros while expected is not")
+    shape_ok: bool = True
+    dtype_ok: bool = True
+    out_shape: list[int] = Field(default_factory=list)
+    out_dtype: str = ""
+    expected_abs_max: float = 0.0
+
+
+class TrialResult(BaseModel):
+    """One correctness trial: one input set drawn from one distribution."""
+
+    distribution: str = Field(description="'naive' | 'base' | 'x1' | 'x3' | 'x0.01' | 'neg'")
+    seed: int
+    params: Literal["default", "perturbed"]
+    error: ErrorStats | None = None
+    # Error of the TF32-enabled baseline against the exact reference on the same inputs (verified only).
+    tf32_baseline_max_abs: float | None = None
+    tf32_baseline_min_tolerance: float | None = None
+    reference_nonfinite: bool = Field(False, description="the reference gave NaN/Inf here: trial dropped")
+    exception: str | None = None
+
+
+class GuardOutcome(BaseModel):
+    name: str
+    passed: bool
+    detail: str = ""
+    severity: Literal["hack", "suspicious", "info"] = "hack"
+    applicable: bool = True
+
+
+class Provenance(BaseModel):
+    """What the candidate actually is, reported apart from pass/fail."""
+
+    backend: Literal["cuda", "triton", "cpp", "python", "unknown"] = "unknown"
+    defines_custom_kernel: bool = False
+    custom_kernel_called: bool | None = Field(None, description="runtime: a function of a built extension or a Triton kernel ran")
+    torch_compute_ops: list[str] = Field(default_factory=list, description="torch/F compute calls found in the source")
+    try_except_fallback: bool = False
+    precision_downcast: list[str] = Field(default_factory=list)
+    enables_tf32: bool = False
+    uses_streams: bool = False
+    uses_threads: bool = False
+    introspection: list[str] = Field(default_factory=list, description="gc/inspect/ctypes/file reads etc.")
+    notes: list[str] = Field(default_factory=list)
+
+
+class TimingStats(BaseModel):
+    method: str
+    n: int
+    mean_ms: float
+    median_ms: float
+    std_ms: float
+    min_ms: float
+    max_ms: float
+    p25_ms: float
+    p75_ms: float
+
+
+class Timing(BaseModel):
+    """Candidate and baselines, measured in one process, interleaved where the method says so."""
+
+    naive_kernel: TimingStats | None = None
+    naive_baseline_fp32: TimingStats | None = Field(None, description="eager, PyTorch default flags (TF32 matmul off)")
+    verified_kernel: TimingStats | None = None
+    verified_baseline_tf32: TimingStats | None = Field(None, description="eager, TF32 on for matmul and cuDNN")
+    verified_baseline_fp32: TimingStats | None = None
+    event_only_kernel_ms: float | None = Field(None, description="events on the current stream, no device sync")
+    synced_kernel_ms: float | None = Field(None, description="device-wide sync before the end event")
+    l2_flush_bytes: int = 0
+
+
+class Memory(BaseModel):
+    baseline_allocator_peak: int | None = None
+    kernel_allocator_peak: int | None = None
+    baseline_device_peak: int | None = Field(None, description="device-level used-memory delta (cudaMemGetInfo) or RSS on CPU")
+    kernel_device_peak: int | None = None
+    unit: str = "bytes"
+
+
+class Roofline(BaseModel):
+    flops: float
+    bytes: float
+    peak_flops: float | None = None
+    peak_bandwidth: float | None = None
+    t_sol_ms: float | None = None
+    device_name: str = ""
+    precision: str = "fp32"
+
+
+class Environment(BaseModel):
+    device: str
+    device_name: str = ""
+    driver: str | None = None
+    torch: str = ""
+    cuda: str | None = None
+    python: str = ""
+    hostname: str = ""
+    clocks: dict[str, str] = Field(default_factory=dict)
+    cpu_threads: int | None = None
+
+
+class MeasurementRecord(BaseModel):
+    """Everything measured about one candidate on one problem, size and device."""
+
+    version: int = RECORD_VERSION
+    candidate_hash: str
+    problem_id: str
+    size: str
+    device: str
+    status: Status = "ok"
+    failed_phase: Phase | None = None
+    error: str | None = Field(None, description="trimmed message for compile/runtime errors and timeouts")
+    build_seconds: float | None = None
+    build_cached: bool = False
+    eval_seconds: float | None = None
+    naive_trials: list[TrialResult] = Field(default_factory=list)
+    verified_trials: list[TrialResult] = Field(default_factory=list)
+    guards: list[GuardOutcome] = Field(default_factory=list)
+    provenance: Provenance = Field(default_factory=Provenance)
+    timing: Timing = Field(default_factory=Timing)
+    memory: Memory = Field(default_factory=Memory)
+    roofline: Roofline | None = None
+    environment: Environment | None = None
+    output_dtype: str | None = None
+    problem_flags: list[str] = Field(default_factory=list)
+    stdout_tail: str = ""
+    created_at: str = ""
+
+    def guard(self, name: str) -> GuardOutcome | None:
+        return next((g for g in self.guards if g.name == name), None)

@@ -1,0 +1,263 @@
+"""The parent side: build, reference, candidate process; assemble the measurement record.
+
+    evaluate(source, problem_id, device="cpu", size="small") -> Evaluation(record, results)
+
+The parent never imports the candidate. Each evaluation gets a fresh temporary directory; builds
+are cached by source hash under ``cache_dir``; the reference outputs of a (problem, size, device)
+are computed once per Evaluator (with seeds drawn fresh when it starts) and shared by its candidates.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import tempfile
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pydantic import BaseModel, Field
+
+import problems as P
+
+from .candidate import source_hash
+from .job import EvalSettings, JobSpec
+from .protocols import PROTOCOLS, Protocol, ProtocolResult, score
+from .record import Environment, GuardOutcome, MeasurementRecord, Memory, Timing, TrialResult
+from .roofline_bound import roofline_for
+from .sandbox import run_module
+from .static_scan import scan
+
+DEFAULT_CACHE = Path(os.environ.get("KV_CACHE_DIR", Path.home() / ".cache" / "kernelverify"))
+
+
+class Evaluation(BaseModel):
+    record: MeasurementRecord
+    results: dict[str, ProtocolResult] = Field(default_factory=dict)
+
+
+def _child_env(ext_dir: Path, device: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["TORCH_EXTENSIONS_DIR"] = str(ext_dir)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # The harness and problems packages must be importable from the child's private cwd.
+    root = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    if device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+class Evaluator:
+    """Evaluates candidates; holds the build cache location and per-problem reference outputs."""
+
+    def __init__(self, device: str = "cpu", size: P.Size = "small", *, settings: EvalSettings | None = None,
+                 cache_dir: Path | str | None = None, problems_dir: str | Path | None = None,
+                 keep_temp: bool = False) -> None:
+        self.device, self.size = device, size
+        self.settings = settings or EvalSettings()
+        self.cache_dir = Path(cache_dir) if cache_dir else DEFAULT_CACHE
+        self.problems_dir = problems_dir
+        self.keep_temp = keep_temp
+        self._tmp_root = Path(tempfile.mkdtemp(prefix="kv-eval-"))
+        self._refs: dict[str, tuple[Path, JobSpec, dict]] = {}
+        self._lock = threading.Lock()
+        self._ref_locks: dict[str, threading.Lock] = {}
+
+    def close(self) -> None:
+        if not self.keep_temp:
+            shutil.rmtree(self._tmp_root, ignore_errors=True)
+
+    def __enter__(self) -> Evaluator:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # -- builds -------------------------------------------------------------------------------------
+    def extensions_dir(self, source: str) -> Path:
+        d = self.cache_dir / "extensions" / source_hash(source)[:20]
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def build(self, source: str) -> tuple[bool, float, str, bool]:
+        """Compile a candidate in its own process. Returns (ok, seconds, error, was_cached)."""
+        ext = self.extensions_dir(source)
+        marker = ext / ".built-ok"
+        if marker.exists():
+            return True, 0.0, "", True
+        work = Path(tempfile.mkdtemp(prefix="build-", dir=self._tmp_root))
+        src_path = work / "candidate_src.py"
+        src_path.write_text(source)
+        res = run_module("harness.build", [str(src_path)], cwd=work, env=_child_env(ext, self.device),
+                         timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes)
+        shutil.rmtree(work, ignore_errors=True)
+        if res.timed_out:
+            return False, res.seconds, f"build exceeded {self.settings.build_timeout_s:.0f} s", False
+        if res.returncode != 0:
+            err = res.stderr_tail or res.stdout_tail or f"build process ended with {res.signal_name or res.returncode}"
+            return False, res.seconds, err, False
+        marker.write_text(datetime.now(UTC).isoformat())
+        return True, res.seconds, "", False
+
+    # -- reference ----------------------------------------------------------------------------------
+    def _problem(self, problem_id: str) -> P.Problem:
+        return P.load(problem_id, self.problems_dir)
+
+    def reference(self, problem: P.Problem) -> tuple[Path, JobSpec, dict]:
+        with self._lock:
+            lock = self._ref_locks.setdefault(problem.id, threading.Lock())
+        with lock:
+            if problem.id in self._refs:
+                return self._refs[problem.id]
+            ref_dir = Path(tempfile.mkdtemp(prefix="ref-", dir=self._tmp_root))
+            job = JobSpec(
+                problem_id=problem.id, problem_source=problem.source(self.size), size=self.size, device=self.device,
+                domains={k: str(v) for k, v in problem.meta.domains.items()},
+                fresh_seeds=[secrets.randbelow(2**31 - 1) for _ in range(self.settings.verified_base_trials + 4 + self.settings.timing_input_sets)],
+                perturb_seed=secrets.randbelow(2**31 - 1), ref_dir=str(ref_dir), work_dir=str(ref_dir),
+                settings=self.settings,
+            )
+            (ref_dir / "job.json").write_text(job.model_dump_json())
+            res = run_module("harness.reference", [str(ref_dir / "job.json")], cwd=ref_dir,
+                             env=_child_env(self.cache_dir / "extensions" / "_reference", self.device),
+                             timeout_s=self.settings.reference_timeout_s, max_file_bytes=2**40, isolate_network=False)
+            summary_path = ref_dir / "summary.json"
+            if res.timed_out or res.returncode != 0 or not summary_path.exists():
+                raise RuntimeError(f"reference for {problem.id} failed: {res.stderr_tail[-2000:] or res.signal_name}")
+            summary = json.loads(summary_path.read_text())
+            self._refs[problem.id] = (ref_dir, job, summary)
+            return self._refs[problem.id]
+
+    # -- evaluation ---------------------------------------------------------------------------------
+    def evaluate(self, source: str, problem_id: str, protocols: list[str | Protocol] | None = None) -> Evaluation:
+        problem = self._problem(problem_id)
+        record = self.measure(source, problem)
+        chosen = protocols or list(PROTOCOLS)
+        results = {}
+        for p in chosen:
+            r = score(record, p)
+            results[r.protocol] = r
+        return Evaluation(record=record, results=results)
+
+    def measure(self, source: str, problem: P.Problem) -> MeasurementRecord:
+        started = time.perf_counter()
+        record = MeasurementRecord(candidate_hash=source_hash(source), problem_id=problem.id, size=self.size,
+                                   device=self.device, created_at=datetime.now(UTC).isoformat(),
+                                   problem_flags=[f.kind for f in problem.meta.flags])
+        record.provenance = scan(source)
+        ok, secs, err, cached = self.build(source)
+        record.build_seconds, record.build_cached = secs, cached
+        if not ok:
+            record.status = "timeout" if "exceeded" in err else "compile_error"
+            record.failed_phase, record.error = "build", err[-4000:]
+            record.eval_seconds = time.perf_counter() - started
+            return record
+
+        ref_dir, ref_job, summary = self.reference(problem)
+        if summary.get("environment"):
+            record.environment = Environment.model_validate(summary["environment"])
+        try:
+            name = record.environment.device_name if record.environment else ""
+            record.roofline = roofline_for(problem, self.size, self.device, name)
+        except Exception:  # noqa: BLE001 - a missing bound never blocks an evaluation
+            record.roofline = None
+        work = Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root))
+        read_fd, write_fd = os.pipe()
+        nonce = secrets.token_hex(16)
+        ext = self.extensions_dir(source)
+        job = ref_job.model_copy(update=dict(candidate_source=source, candidate_hash=record.candidate_hash,
+                                             work_dir=str(work), extensions_dir=str(ext), result_fd=write_fd, nonce=nonce))
+        (work / "job.json").write_text(job.model_dump_json())
+        messages: list[dict] = []
+
+        def reader(proc, deadline):
+            os.close(write_fd)
+            buf = b""
+            with os.fdopen(read_fd, "rb", buffering=0) as f:
+                while True:
+                    chunk = f.read(65536)
+                    if not chunk:
+                        break
+                    buf += chunk
+                    while b"\n" in buf:
+                        line, buf = buf.split(b"\n", 1)
+                        try:
+                            msg = json.loads(line)
+                        except json.JSONDecodeError:
+                            continue
+                        if isinstance(msg, dict) and msg.get("nonce") == nonce:
+                            messages.append(msg)
+
+        t = {"thread": None}
+
+        def on_start(proc, deadline):
+            th = threading.Thread(target=reader, args=(proc, deadline), daemon=True)
+            th.start()
+            t["thread"] = th
+
+        res = run_module("harness.worker", [str(work / "job.json")], cwd=work, env=_child_env(ext, self.device),
+                         timeout_s=self.settings.eval_timeout_s + self.settings.build_timeout_s,
+                         max_file_bytes=self.settings.max_output_file_bytes, pass_fds=(write_fd,), on_start=on_start)
+        if t["thread"] is not None:
+            t["thread"].join(timeout=10)
+        self._assemble(record, messages, res)
+        record.stdout_tail = (res.stdout_tail or "")[-2000:]
+        record.eval_seconds = time.perf_counter() - started
+        if not self.keep_temp:
+            shutil.rmtree(work, ignore_errors=True)
+        return record
+
+    @staticmethod
+    def _assemble(record: MeasurementRecord, messages: list[dict], res) -> None:
+        phase = "load"
+        done = False
+        for m in messages:
+            kind, payload = m["kind"], m["payload"]
+            if kind == "phase":
+                phase = payload
+                done = done or payload == "done"
+            elif kind == "error":
+                record.status = payload["status"]
+                record.failed_phase = payload["phase"]
+                record.error = payload["error"]
+                return
+            elif kind == "naive_trials":
+                record.naive_trials = [TrialResult.model_validate(x) for x in payload]
+            elif kind == "verified_trials":
+                record.verified_trials = [TrialResult.model_validate(x) for x in payload["trials"]]
+                if payload.get("reference_precision"):
+                    record.provenance.notes.append(f"exact reference computed in {payload['reference_precision']}")
+            elif kind == "output_dtype":
+                record.output_dtype = payload
+            elif kind == "custom_code_called":
+                record.provenance.custom_kernel_called = bool(payload)
+            elif kind == "timing":
+                record.timing = Timing.model_validate(payload)
+            elif kind == "memory":
+                record.memory = Memory.model_validate(payload)
+            elif kind == "guards":
+                record.guards = [GuardOutcome.model_validate(x) for x in payload]
+        if done:
+            return
+        if res.timed_out:
+            record.status, record.failed_phase = "timeout", phase
+            record.error = f"no result within {res.seconds:.0f} s (stopped during {phase})"
+        else:
+            record.status, record.failed_phase = "runtime_error", phase
+            how = f"killed by {res.signal_name}" if res.signal_name else f"exited with code {res.returncode}"
+            record.error = f"candidate process {how} during {phase}\n{res.stderr_tail[-3000:]}"
+            if phase == "load":
+                record.status = "compile_error"
+
+
+def evaluate(source: str, problem_id: str, *, device: str = "cpu", size: P.Size = "small",
+             protocols: list[str | Protocol] | None = None, settings: EvalSettings | None = None,
+             problems_dir: str | Path | None = None, cache_dir: str | Path | None = None) -> Evaluation:
+    """Measure one candidate once and score it under each protocol."""
+    with Evaluator(device, size, settings=settings, problems_dir=problems_dir, cache_dir=cache_dir) as ev:
+        return ev.evaluate(source, problem_id, protocols)

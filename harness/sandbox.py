@@ -1,0 +1,107 @@
+"""Starting a child process that cannot take the evaluator down with it.
+
+Enforced: its own process group (killed as a whole on timeout), a wall-clock limit, a cap on file
+size (stdout spam, disk filling), a private working directory, stdout/stderr to files that are never
+parsed, and a network namespace without interfaces where the kernel allows it (root or user
+namespaces). Not enforced: read access to the filesystem, writes outside the working directory by
+path, memory beyond what the GPU or OS itself refuses.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+CLONE_NEWNET = 0x40000000
+
+
+def _try_unshare_network() -> bool:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.unshare(CLONE_NEWNET) == 0
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _preexec(max_file_bytes: int, isolate_network: bool):
+    def run() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        if isolate_network:
+            _try_unshare_network()
+    return run
+
+
+@dataclass
+class ChildResult:
+    returncode: int | None
+    timed_out: bool
+    seconds: float
+    stdout_tail: str
+    stderr_tail: str
+
+    @property
+    def signal_name(self) -> str | None:
+        if self.returncode is not None and self.returncode < 0:
+            try:
+                return signal.Signals(-self.returncode).name
+            except ValueError:
+                return f"signal {-self.returncode}"
+        return None
+
+
+def tail(path: Path, nbytes: int = 4000) -> str:
+    try:
+        with path.open("rb") as f:
+            f.seek(0, os.SEEK_END)
+            size = f.tell()
+            f.seek(max(0, size - nbytes))
+            return f.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.kill()
+    except ProcessLookupError:
+        pass
+
+
+def run_module(module: str, args: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
+               max_file_bytes: int, isolate_network: bool = True, pass_fds: tuple[int, ...] = (),
+               on_start=None) -> ChildResult:
+    """Run ``python -m module args`` sandboxed; ``on_start(proc)`` may read pipes while it runs."""
+    out_path, err_path = cwd / f"{module}.stdout", cwd / f"{module}.stderr"
+    start = time.perf_counter()
+    with out_path.open("wb") as out, err_path.open("wb") as err:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module, *args], cwd=cwd, env=env, stdout=out, stderr=err,
+            stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=pass_fds,
+            preexec_fn=_preexec(max_file_bytes, isolate_network),
+        )
+        timed_out = False
+        try:
+            if on_start is not None:
+                on_start(proc, start + timeout_s)
+            proc.wait(timeout=max(0.1, start + timeout_s - time.perf_counter()))
+        except subprocess.TimeoutExpired:
+            timed_out = True
+        finally:
+            kill_group(proc)  # also reaps anything it forked into its group
+            proc.wait()
+    return ChildResult(
+        returncode=None if timed_out else proc.returncode, timed_out=timed_out,
+        seconds=time.perf_counter() - start, stdout_tail=tail(out_path), stderr_tail=tail(err_path),
+    )

@@ -1,0 +1,80 @@
+"""Static provenance of a candidate source: what it is, reported apart from pass/fail.
+
+These are observations, not verdicts: a legitimate kernel may call PyTorch for part of its work,
+use streams, or wrap a build in try/except. The runtime guards decide hacks; this module explains.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from .record import Provenance
+
+_CUDA_KERNEL = re.compile(r"__global__|<<<")
+_TORCH_COMPUTE = re.compile(
+    r"\b(?:torch|F|nn\.functional)\.(matmul|mm|bmm|addmm|einsum|conv\dd|conv_transpose\dd|linear|relu|softmax|"
+    r"log_softmax|gelu|sigmoid|tanh|layer_norm|batch_norm|group_norm|instance_norm|max_pool\dd|avg_pool\dd|"
+    r"scaled_dot_product_attention|cumsum|cumprod|sum|mean|max|min|argmax|argmin|norm|logsumexp|"
+    r"cross_entropy|mse_loss|kl_div|smooth_l1_loss|hardtanh|elu|selu|softplus|leaky_relu|mish|dropout)\b"
+)
+_NN_LAYER = re.compile(r"\bnn\.(Conv\w*|Linear|BatchNorm\w*|LayerNorm|GroupNorm|InstanceNorm\w*|MaxPool\w*|AvgPool\w*|"
+                       r"LSTM|GRU|RNN|MultiheadAttention|Embedding)\s*\(")
+_DOWNCAST = re.compile(r"\.half\(\)|\.bfloat16\(\)|torch\.(?:float16|bfloat16|half)\b|__half|__nv_bfloat16|"
+                       r"__float2half|wmma::|mma\.sync|--use_fast_math|-use_fast_math")
+_TF32 = re.compile(r"allow_tf32\s*=\s*True|set_float32_matmul_precision\(\s*['\"](?:high|medium)|"
+                   r"CUBLAS_COMPUTE_32F_FAST_TF32|CUBLAS_TF32_TENSOR_OP_MATH|fp32_precision\s*=\s*['\"]tf32")
+_STREAMS = re.compile(r"torch\.cuda\.Stream|cudaStreamCreate|torch\.cuda\.stream\(|cudaStreamNonBlocking")
+_THREADS = re.compile(r"\bimport threading\b|\bthreading\.|concurrent\.futures|multiprocessing|std::thread|\bfork\(")
+_INTROSPECTION = {
+    "gc": re.compile(r"\bgc\.get_objects|\bgc\.get_referrers"),
+    "frames": re.compile(r"sys\._getframe|inspect\.stack|inspect\.currentframe|f_back|f_locals"),
+    "ctypes": re.compile(r"\bimport ctypes\b|\bctypes\."),
+    "file_io": re.compile(r"\bopen\(|torch\.load\(|np\.load\(|pickle\.load"),
+    "subprocess": re.compile(r"\bsubprocess\b|os\.system|os\.popen|os\.exec"),
+    "network": re.compile(r"\bsocket\b|urllib|requests\.|http\.client"),
+    "harness_access": re.compile(r"\bharness\b|sys\.modules"),
+    "timer_patch": re.compile(r"(?:Event|elapsed_time|perf_counter|synchronize)\s*=|setattr\("),
+    "tensor_subclass": re.compile(r"_make_subclass|class\s+\w+\s*\(\s*torch\.Tensor\s*\)|__torch_function__|__torch_dispatch__"),
+}
+
+
+def _backend(src: str) -> str:
+    if "triton.jit" in src or "@triton" in src:
+        return "triton"
+    if "load_inline" in src or "cpp_extension" in src:
+        return "cuda" if ("cuda_sources" in src or _CUDA_KERNEL.search(src)) else "cpp"
+    return "python"
+
+
+def _fallback_in_except(tree: ast.AST) -> bool:
+    """A try whose handler computes with torch: the classic 'kernel, or else the reference' fallback.
+    Handlers that only re-raise, log, or set a flag are not fallbacks."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Try):
+            for h in node.handlers:
+                body = ast.unparse(ast.Module(body=h.body, type_ignores=[]))
+                if _TORCH_COMPUTE.search(body) or re.search(r"\b(?:super\(\)\.forward|Model\b|self\.\w+\()", body):
+                    if "raise" not in body:
+                        return True
+    return False
+
+
+def scan(source: str) -> Provenance:
+    prov = Provenance(backend=_backend(source))  # type: ignore[arg-type]
+    prov.defines_custom_kernel = prov.backend in ("cuda", "triton", "cpp")
+    prov.torch_compute_ops = sorted(set(m.group(1) for m in _TORCH_COMPUTE.finditer(source)) |
+                                    set(m.group(1) for m in _NN_LAYER.finditer(source)))
+    try:
+        tree = ast.parse(source)
+        prov.try_except_fallback = _fallback_in_except(tree)
+    except SyntaxError:
+        pass
+    prov.precision_downcast = sorted(set(m.group(0) for m in _DOWNCAST.finditer(source)))
+    prov.enables_tf32 = bool(_TF32.search(source))
+    prov.uses_streams = bool(_STREAMS.search(source))
+    prov.uses_threads = bool(_THREADS.search(source))
+    prov.introspection = sorted(k for k, rx in _INTROSPECTION.items() if rx.search(source))
+    if not prov.defines_custom_kernel:
+        prov.notes.append("no custom kernel: the candidate only calls PyTorch")
+    return prov

@@ -1,0 +1,122 @@
+"""The two timing methods.
+
+naive:    KernelBench as published: 3 warm-ups, 100 trials on the same inputs, CUDA events on the
+          current stream, no L2 flush, mean.
+verified: L2 flush and persisting-L2 reset before every iteration, a rotating pool of input sets
+          (distinct pointers, fresh contents), candidate and baselines interleaved in rounds so drift
+          cancels in the ratio, repetitions adapted to a target precision, median with spread. The
+          candidate is also timed with a device-wide sync before the end event, to expose work left
+          running on other streams.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from .device import Clock, DeviceOps
+from .record import TimingStats
+
+
+def summarize(samples: list[float], method: str) -> TimingStats:
+    s = sorted(samples)
+    q = statistics.quantiles(s, n=4) if len(s) >= 2 else [s[0]] * 3
+    return TimingStats(
+        method=method, n=len(s), mean_ms=statistics.fmean(s), median_ms=statistics.median(s),
+        std_ms=statistics.pstdev(s) if len(s) > 1 else 0.0, min_ms=s[0], max_ms=s[-1], p25_ms=q[0], p75_ms=q[2],
+    )
+
+
+def time_naive(fn: Callable[[], object], ops: DeviceOps, warmup: int = 3, trials: int = 100) -> TimingStats:
+    clock = Clock(ops)
+    for _ in range(warmup):
+        fn()
+        ops.sync()
+    samples = []
+    for _ in range(trials):
+        ops.sync()
+        ms, _ = clock.interval(fn, sync_before_end=False)
+        samples.append(ms)
+    return summarize(samples, "naive")
+
+
+@dataclass
+class Subject:
+    """Something to time with the verified method: a callable over an input-set index."""
+
+    name: str
+    fn: Callable[[int], object]
+    samples: list[float] = field(default_factory=list)
+    on_output: Callable[[int, object], None] | None = None
+
+
+@dataclass
+class VerifiedBudget:
+    min_iters: int = 20
+    max_iters: int = 500
+    target_rel_stderr: float = 0.002
+    max_seconds_per_subject: float = 6.0
+    round_size: int = 5
+    warmup: int = 3
+
+
+def time_verified(subjects: list[Subject], n_sets: int, ops: DeviceOps, budget: VerifiedBudget) -> None:
+    """Interleave subjects round by round until each is precise enough or out of budget."""
+    clock = Clock(ops)
+    for s in subjects:
+        for i in range(budget.warmup):
+            s.fn(i % n_sets)
+        ops.sync()
+    spent = {s.name: 0.0 for s in subjects}
+    it = 0
+    while True:
+        active = [s for s in subjects if not _done(s, spent[s.name], budget)]
+        if not active:
+            break
+        for s in active:
+            for _ in range(budget.round_size):
+                idx = it % n_sets
+                it += 1
+                ops.flush_l2()
+                ops.reset_persisting_l2()
+                ops.sync()
+                t0 = time.perf_counter()
+                ms, out = clock.interval(lambda: s.fn(idx), sync_before_end=False)
+                if s.on_output is not None:
+                    s.on_output(idx, out)
+                del out
+                spent[s.name] += time.perf_counter() - t0
+                s.samples.append(ms)
+
+
+def _done(s: Subject, spent: float, b: VerifiedBudget) -> bool:
+    n = len(s.samples)
+    if n < b.min_iters:
+        return False
+    if n >= b.max_iters or spent >= b.max_seconds_per_subject:
+        return True
+    mean = statistics.fmean(s.samples)
+    stderr = statistics.stdev(s.samples) / n**0.5
+    return mean > 0 and stderr / mean <= b.target_rel_stderr
+
+
+def event_vs_synced(fn: Callable[[], object], ops: DeviceOps, iters: int = 10) -> tuple[float, float]:
+    """Median time with events on the current stream only, and with a device-wide sync before the end
+    event, alternating so both see the same conditions (catalog T1, side-stream work)."""
+    clock = Clock(ops)
+    plain, synced = [], []
+    for i in range(2 * iters):
+        ops.flush_l2()
+        ops.sync()
+        with_sync = i % 2 == 1
+        ms, out = clock.interval(fn, sync_before_end=with_sync)
+        del out
+        ops.sync()
+        (synced if with_sync else plain).append(ms)
+    return statistics.median(plain), statistics.median(synced)
+
+

@@ -1,0 +1,349 @@
+"""The candidate process: load, check, guard, time and measure one candidate against one problem.
+
+Run as ``python -m harness.worker JOB.json``. The parent gives it a pipe (``result_fd``) for the
+record fragment; the candidate's own stdout/stderr go to a file and are never parsed. Phases are
+reported on the pipe as they complete, so a crash or a hang still tells the parent where it died.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from problems.domains import Domain
+from problems.module import exec_source, forward_arg_names
+
+from . import guards as G
+from .compare import error_stats
+from .device import DeviceOps
+from .inputs import load_matching, make_inputs, perturbed_parameters
+from .job import JobSpec
+from .record import GuardOutcome, Memory, Timing, TrialResult
+from .reference import build_model, tf32, trial_plan
+from .timing import Subject, VerifiedBudget, event_vs_synced, summarize, time_naive, time_verified
+
+
+class Channel:
+    """Messages to the parent: one JSON object per line on a private pipe."""
+
+    def __init__(self, fd: int, nonce: str) -> None:
+        self._fd, self._nonce = fd, nonce
+
+    def send(self, kind: str, payload: Any) -> None:
+        line = json.dumps({"nonce": self._nonce, "kind": kind, "payload": payload}) + "\n"
+        data = line.encode()
+        while data:
+            n = os.write(self._fd, data)
+            data = data[n:]
+
+
+def _trim(exc: BaseException) -> str:
+    text = "".join(traceback.format_exception(exc))
+    return text[-4000:]
+
+
+def _poison(ops: DeviceOps, like: torch.Tensor | None, value: float) -> None:
+    """Fill freed memory with ``value`` so a candidate reading uninitialised memory sees garbage.
+    On CUDA the caching allocator hands the same blocks out again; on the CPU malloc usually does."""
+    if like is None:
+        return
+    try:
+        n = like.numel()
+        for _ in range(2):
+            buf = torch.empty(n, dtype=like.dtype if like.is_floating_point() else torch.float32, device=like.device)
+            buf.fill_(value)
+            del buf
+    except Exception:  # noqa: BLE001 - poisoning is best effort (e.g. out of memory)
+        pass
+
+
+def _custom_code_called(fn, ext_dir: str) -> bool:
+    """Runtime provenance: did a function of a built extension (or a Triton kernel launcher) run?"""
+    hit = False
+
+    def prof(frame, event, arg):
+        nonlocal hit
+        if hit:
+            return
+        if event == "c_call":
+            mod = getattr(arg, "__module__", None) or ""
+            m = sys.modules.get(mod)
+            f = getattr(m, "__file__", "") or ""
+            if ext_dir and f.startswith(ext_dir):
+                hit = True
+        elif event == "call":
+            fname = frame.f_code.co_filename
+            if "triton" in fname and frame.f_code.co_name in ("run", "__call__") and "jit" in fname:
+                hit = True
+
+    sys.setprofile(prof)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return hit
+
+
+def main(job_path: str) -> int:
+    job = JobSpec.model_validate_json(Path(job_path).read_text())
+    chan = Channel(job.result_fd, job.nonce)
+    torch.set_grad_enabled(False)
+    if job.settings.cpu_threads:
+        torch.set_num_threads(job.settings.cpu_threads)
+    device = job.device
+    ops = DeviceOps(device)
+    work_dir = Path(job.work_dir)
+    domains = {k: Domain(v) for k, v in job.domains.items()}
+
+    # Everything the timers and comparisons rely on, captured before any candidate code runs.
+    snap_before = G.snapshot_functions()
+    chan.send("phase", "load")
+
+    mod = exec_source(job.problem_source, f"<{job.problem_id}>")
+    names = forward_arg_names(mod)
+    naive_plan, verified_plan, _ = trial_plan(job, mod, names)
+    ref_summary = json.loads((Path(job.ref_dir) / "summary.json").read_text())
+
+    t0 = time.perf_counter()
+    try:
+        from .candidate import import_candidate
+
+        cand = import_candidate(job.candidate_source, work_dir)
+        if not hasattr(cand, "ModelNew"):
+            raise AttributeError("the candidate defines no class ModelNew")
+    except BaseException as exc:  # noqa: BLE001 - any failure to build or import is a compile error
+        chan.send("error", {"status": "compile_error", "phase": "build", "error": _trim(exc)})
+        return 0
+    chan.send("built", {"seconds": time.perf_counter() - t0})
+
+    chan.send("phase", "init")
+    try:
+        torch.manual_seed(42)
+        init = mod.get_init_inputs()
+        torch.manual_seed(42)
+        model_new = cand.ModelNew(*init)
+        if isinstance(model_new, torch.nn.Module):
+            model_new = model_new.to(device)
+        ref_model = build_model(mod, device)
+    except BaseException as exc:  # noqa: BLE001
+        chan.send("error", {"status": "runtime_error", "phase": "init", "error": _trim(exc)})
+        return 0
+
+    guards: list[GuardOutcome] = []
+    threads_before = threading.active_count()
+
+    def run_trial(model, spec, expected_path: Path, extra: dict) -> tuple[TrialResult, Any, list, list]:
+        inputs = make_inputs(mod.get_inputs, names, spec.seed, spec.scale, domains, device)
+        pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+        expected = torch.load(expected_path, map_location=device, weights_only=True)
+        _poison(ops, expected, float("nan"))
+        exp_meta = expected
+        del expected
+        tr = TrialResult(distribution=spec.distribution, seed=spec.seed, params=spec.params, **extra)
+        try:
+            torch.manual_seed(spec.seed)
+            out = model(*inputs)
+            ops.sync()
+        except BaseException as exc:  # noqa: BLE001
+            tr.exception = _trim(exc)
+            return tr, None, inputs, pristine
+        expected = torch.load(expected_path, map_location=device, weights_only=True)
+        tr.error = error_stats(out, expected)
+        if isinstance(out, torch.Tensor) and expected.is_floating_point():
+            tr.error.dtype_ok = out.dtype == (torch.float32 if expected.dtype == torch.float64 else expected.dtype)
+        del expected, exp_meta
+        return tr, out, inputs, pristine
+
+    # Naive correctness: default parameters, KernelBench's seeds, expected = PyTorch defaults in fp32.
+    chan.send("phase", "correctness")
+    naive_trials = []
+    first_out = None
+    for i, spec in enumerate(naive_plan):
+        path = Path(job.ref_dir) / f"naive_{i}.pt"
+        if not path.exists():
+            break
+        tr, out, inputs, pristine = run_trial(model_new, spec, path, {})
+        tr.reference_nonfinite = ref_summary["naive"][i]["nonfinite"]
+        naive_trials.append(tr)
+        if i == 0 and out is not None:
+            guards.append(G.output_is_plain_tensor(out))
+            guards.append(G.output_not_aliasing_inputs(out, inputs))
+            guards.append(G.inputs_unchanged(inputs, pristine))
+            first_out = out
+        del out, inputs, pristine
+    chan.send("naive_trials", [t.model_dump() for t in naive_trials])
+    # JIT compilers start threads on first call; threads are counted from here on.
+    threads_before = threading.active_count()
+
+    # Verified correctness: perturbed parameters in both models, hidden distributions.
+    values = perturbed_parameters(ref_model, job.perturb_seed)
+    loaded = load_matching(model_new, values) if isinstance(model_new, torch.nn.Module) else []
+    load_matching(ref_model, values)
+    verified_trials = []
+    for i, spec in enumerate(verified_plan):
+        meta = ref_summary["verified"][i] if i < len(ref_summary["verified"]) else {"skipped": True}
+        if meta.get("skipped"):
+            continue
+        path = Path(job.ref_dir) / f"verified_{i}.pt"
+        extra = {"tf32_baseline_max_abs": meta.get("tf32_max_abs"),
+                 "tf32_baseline_min_tolerance": meta.get("tf32_min_tolerance"),
+                 "reference_nonfinite": meta.get("nonfinite", False)}
+        tr, out, inputs, pristine = run_trial(model_new, spec, path, extra)
+        verified_trials.append(tr)
+        if i == 0 and out is not None:
+            # Uninitialised reads: same inputs again with memory re-poisoned to a different value.
+            _poison(ops, out, 1e4)
+            ref_out = out.detach().clone() if isinstance(out, torch.Tensor) else None
+            del out
+            _poison(ops, ref_out, -3.0e4)
+            try:
+                torch.manual_seed(spec.seed)
+                again = model_new(*inputs)
+                ops.sync()
+                same = isinstance(again, torch.Tensor) and ref_out is not None and again.shape == ref_out.shape and \
+                    bool(torch.allclose(again.double(), ref_out.double(), rtol=1e-5, atol=1e-6, equal_nan=True))
+                guards.append(GuardOutcome(name="repeatable_under_poisoned_memory", passed=same,
+                                           detail="" if same else "two calls on identical inputs disagree after memory was re-poisoned (uninitialised or stale reads)"))
+                del again
+            except BaseException as exc:  # noqa: BLE001
+                guards.append(GuardOutcome(name="repeatable_under_poisoned_memory", passed=False, detail=f"second call raised: {exc!r}"[:300]))
+            out = None
+        del out, inputs, pristine
+    chan.send("verified_trials", {"trials": [t.model_dump() for t in verified_trials], "loaded_params": loaded,
+                                  "reference_precision": ref_summary.get("reference_precision")})
+
+    if first_out is not None:
+        chan.send("output_dtype", str(first_out.dtype).removeprefix("torch.") if isinstance(first_out, torch.Tensor) else None)
+    del first_out
+
+    # Provenance: does custom code actually run?
+    timing_inputs = [make_inputs(mod.get_inputs, names, s, 1.0, domains, device)
+                     for s in job.fresh_seeds[-job.settings.timing_input_sets:]]
+    try:
+        called = _custom_code_called(lambda: model_new(*timing_inputs[0]), job.extensions_dir)
+        chan.send("custom_code_called", called)
+    except BaseException as exc:  # noqa: BLE001
+        chan.send("error", {"status": "runtime_error", "phase": "timing", "error": _trim(exc)})
+        return 0
+
+    timing = Timing(l2_flush_bytes=ops.flush_bytes)
+    memory = Memory()
+    if job.settings.measure_timing:
+        chan.send("phase", "timing")
+        x0 = timing_inputs[0]
+        with tf32(None):
+            timing.naive_kernel = time_naive(lambda: model_new(*x0), ops, job.settings.naive_warmup,
+                                             job.settings.naive_timing_trials)
+            timing.naive_baseline_fp32 = time_naive(lambda: ref_model(*x0), ops, job.settings.naive_warmup,
+                                                    job.settings.naive_timing_trials)
+        # Verified: rotating input sets, outputs fingerprinted right after each call and again at the end.
+        recent: list[tuple[torch.Tensor, torch.Tensor, int]] = []
+        baseline_out: dict[int, torch.Tensor] = {}
+        last_out: dict[int, Any] = {}
+
+        def keep(idx, out):
+            if isinstance(out, torch.Tensor):
+                recent.append((out, G.fingerprint(out), idx))
+                del recent[:-3]
+                last_out[idx] = out
+
+        def base_keep(idx, out):
+            if isinstance(out, torch.Tensor) and idx not in baseline_out:
+                baseline_out[idx] = out.detach().clone()
+
+        def with_flags(flag, fn):
+            def call(i):
+                with tf32(flag):
+                    return fn(*timing_inputs[i])
+            return call
+
+        subjects = [
+            Subject("kernel", with_flags(None, model_new), on_output=keep),
+            Subject("baseline_tf32", with_flags(True, ref_model), on_output=base_keep),
+            Subject("baseline_fp32", with_flags(False, ref_model)),
+        ]
+        s = job.settings
+        try:
+            time_verified(subjects, len(timing_inputs), ops, VerifiedBudget(
+                min_iters=s.verified_min_iters, max_iters=s.verified_max_iters,
+                target_rel_stderr=s.verified_target_rel_stderr, max_seconds_per_subject=s.verified_seconds_per_subject))
+            ops.sync()
+        except BaseException as exc:  # noqa: BLE001
+            chan.send("error", {"status": "runtime_error", "phase": "timing", "error": _trim(exc)})
+            return 0
+        timing.verified_kernel = summarize(subjects[0].samples, "verified")
+        timing.verified_baseline_tf32 = summarize(subjects[1].samples, "verified")
+        timing.verified_baseline_fp32 = summarize(subjects[2].samples, "verified")
+
+        changed = [idx for (o, fp, idx) in recent if float(G.fingerprint(o)) != float(fp)]
+        guards.append(GuardOutcome(name="no_deferred_work", passed=not changed,
+                                   detail="" if not changed else "outputs changed after their call returned (work deferred past the timed call)"))
+        bad = []
+        for idx, out in last_out.items():
+            ref = baseline_out.get(idx)
+            if ref is None:
+                continue
+            st = error_stats(out, ref)
+            tol = 5e-2  # loose on purpose: catches replayed or stale results, never TF32 rounding
+            if st.min_tolerance > tol:
+                bad.append(f"set {idx}: max abs error {st.max_abs:.3g}")
+        guards.append(GuardOutcome(name="timed_outputs_correct", passed=not bad,
+                                   detail="; ".join(bad) or "outputs of timed calls on rotating inputs match the baseline"))
+        recent.clear()
+        last_out.clear()
+        baseline_out.clear()
+
+        if ops.is_cuda:
+            plain, synced = event_vs_synced(lambda: model_new(*x0), ops)
+            timing.event_only_kernel_ms, timing.synced_kernel_ms = plain, synced
+            side = synced > 1.5 * plain and synced - plain > 0.02
+            guards.append(GuardOutcome(name="no_unsynchronised_side_streams", passed=not side,
+                                       detail=f"event-only {plain:.4f} ms vs device-synced {synced:.4f} ms"))
+            if side:  # the honest number for this kernel is the synced one
+                timing.verified_kernel = timing.verified_kernel.model_copy(update={"median_ms": synced, "mean_ms": synced})
+            limit = ops.persisting_l2_limit()
+            guards.append(GuardOutcome(name="persisting_l2_reset", passed=True, severity="info",
+                                       detail=f"persisting-L2 limit after the candidate ran: {limit} B; reset before every timed iteration"))
+
+        # Memory: one forward each after a reset.
+        if ops.is_cuda:
+            for who, fn in (("baseline", lambda: ref_model(*x0)), ("kernel", lambda: model_new(*x0))):
+                torch.cuda.synchronize()
+                torch.cuda.empty_cache()
+                torch.cuda.reset_peak_memory_stats()
+                alloc0 = torch.cuda.memory_allocated()
+                used0 = ops.used_bytes() or 0
+                with tf32(True if who == "baseline" else None):
+                    out = fn()
+                torch.cuda.synchronize()
+                peak = torch.cuda.max_memory_allocated() - alloc0
+                dev = (ops.used_bytes() or 0) - used0
+                del out
+                if who == "baseline":
+                    memory.baseline_allocator_peak, memory.baseline_device_peak = peak, dev
+                else:
+                    memory.kernel_allocator_peak, memory.kernel_device_peak = peak, dev
+    chan.send("timing", timing.model_dump())
+    chan.send("memory", memory.model_dump())
+
+    guards.append(G.thread_count(threads_before, threading.active_count()))
+    guards.append(G.functions_unpatched(snap_before, G.snapshot_functions()))
+    chan.send("guards", [g.model_dump() for g in guards])
+    chan.send("phase", "done")
+    return 0
+
+
+if __name__ == "__main__":
+    code = main(sys.argv[1])
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Leave without running interpreter shutdown (candidate atexit hooks, thread joins).
+    os._exit(code)

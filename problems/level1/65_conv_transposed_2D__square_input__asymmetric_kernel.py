@@ -1,0 +1,32 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """2-D transposed convolution with a (kh, kw) kernel over a square input, no bias."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: list[int]):
+        super().__init__()
+        self.conv = nn.ConvTranspose2d(
+            in_channels, out_channels, kernel_size, stride=1, padding=0, output_padding=0, bias=False
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
+batch_size = 8
+in_channels = 64
+out_channels = 64
+kernel_size = [3, 7]
+width = 512
+height = 512
+
+
+def get_inputs():
+    x = torch.rand(batch_size, in_channels, height, width)
+    return [x]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]

@@ -1,0 +1,33 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """3-D convolution with a (kd, kh, kw) kernel over a non-cubic input, no bias."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: list[int]):
+        super().__init__()
+        self.conv = nn.Conv3d(
+            in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=False
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
+batch_size = 8
+in_channels = 3
+out_channels = 64
+kernel_size = [3, 5, 7]
+depth = 16
+height = 128
+width = 128
+
+
+def get_inputs():
+    x = torch.rand(batch_size, in_channels, depth, height, width)
+    return [x]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]

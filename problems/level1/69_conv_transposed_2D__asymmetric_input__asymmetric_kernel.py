@@ -1,0 +1,39 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """2-D transposed convolution with a (kh, kw) kernel over a non-square input, no bias."""
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: list[int]):
+        super().__init__()
+        self.conv = nn.ConvTranspose2d(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride=1,
+            padding=0,
+            output_padding=0,
+            dilation=1,
+            bias=False,
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
+batch_size = 64
+in_channels = 64
+out_channels = 128
+kernel_size = [3, 5]
+height_in = 128
+width_in = 256
+
+
+def get_inputs():
+    x = torch.rand(batch_size, in_channels, height_in, width_in)
+    return [x]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]

@@ -1,0 +1,41 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Depthwise 2-D convolution with a (k, 1) kernel (vertical only), no bias."""
+
+    def __init__(self, in_channels: int, kernel_size: int, stride: int, padding: int, dilation: int):
+        super().__init__()
+        self.conv = nn.Conv2d(
+            in_channels,
+            in_channels,
+            kernel_size=(kernel_size, 1),
+            stride=stride,
+            padding=padding,
+            dilation=dilation,
+            groups=in_channels,
+            bias=False,
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv(x)
+
+
+batch_size = 64
+in_channels = 8
+kernel_size = 3
+width = 512
+height = 512
+stride = 1
+padding = 0
+dilation = 1
+
+
+def get_inputs():
+    x = torch.rand(batch_size, in_channels, height, width)
+    return [x]
+
+
+def get_init_inputs():
+    return [in_channels, kernel_size, stride, padding, dilation]
