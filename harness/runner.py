@@ -39,8 +39,10 @@ class Evaluation(BaseModel):
     results: dict[str, ProtocolResult] = Field(default_factory=dict)
 
 
-def _child_env(ext_dir: Path, device: str) -> dict[str, str]:
+def _child_env(ext_dir: Path, device: str, gpu_index: int | None = None) -> dict[str, str]:
     env = dict(os.environ)
+    if gpu_index is not None:
+        env["CUDA_VISIBLE_DEVICES"] = str(gpu_index)  # the child sees one GPU, as cuda:0
     env["TORCH_EXTENSIONS_DIR"] = str(ext_dir)
     env["PYTHONUNBUFFERED"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
@@ -57,8 +59,10 @@ class Evaluator:
 
     def __init__(self, device: str = "cpu", size: P.Size = "small", *, settings: EvalSettings | None = None,
                  cache_dir: Path | str | None = None, problems_dir: str | Path | None = None,
-                 keep_temp: bool = False) -> None:
+                 keep_temp: bool = False, gpu_index: int | None = None) -> None:
+        """``gpu_index`` pins every child of this evaluator to one physical GPU (a pool runs one per GPU)."""
         self.device, self.size = device, size
+        self.gpu_index = gpu_index
         self.settings = settings or EvalSettings()
         self.cache_dir = Path(cache_dir) if cache_dir else DEFAULT_CACHE
         self.problems_dir = problems_dir
@@ -93,7 +97,7 @@ class Evaluator:
         work = Path(tempfile.mkdtemp(prefix="build-", dir=self._tmp_root))
         src_path = work / "candidate_src.py"
         src_path.write_text(source)
-        res = run_module("harness.build", [str(src_path)], cwd=work, env=_child_env(ext, self.device),
+        res = run_module("harness.build", [str(src_path)], cwd=work, env=_child_env(ext, self.device, self.gpu_index),
                          timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes)
         shutil.rmtree(work, ignore_errors=True)
         if res.timed_out:
@@ -124,7 +128,7 @@ class Evaluator:
             )
             (ref_dir / "job.json").write_text(job.model_dump_json())
             res = run_module("harness.reference", [str(ref_dir / "job.json")], cwd=ref_dir,
-                             env=_child_env(self.cache_dir / "extensions" / "_reference", self.device),
+                             env=_child_env(self.cache_dir / "extensions" / "_reference", self.device, self.gpu_index),
                              timeout_s=self.settings.reference_timeout_s, max_file_bytes=2**40, isolate_network=False)
             summary_path = ref_dir / "summary.json"
             if res.timed_out or res.returncode != 0 or not summary_path.exists():
@@ -200,7 +204,7 @@ class Evaluator:
             th.start()
             t["thread"] = th
 
-        res = run_module("harness.worker", [str(work / "job.json")], cwd=work, env=_child_env(ext, self.device),
+        res = run_module("harness.worker", [str(work / "job.json")], cwd=work, env=_child_env(ext, self.device, self.gpu_index),
                          timeout_s=self.settings.eval_timeout_s + self.settings.build_timeout_s,
                          max_file_bytes=self.settings.max_output_file_bytes, pass_fds=(write_fd,), on_start=on_start)
         if t["thread"] is not None:

@@ -65,7 +65,29 @@ def _poison(ops: DeviceOps, like: torch.Tensor | None, value: float) -> None:
         pass
 
 
-def _custom_code_called(fn, ext_dir: str) -> bool:
+def _extension_function_ids(cand_module, ext_dir: str) -> set[int]:
+    """ids of the functions exported by extensions the candidate built (load_inline does not put its
+    modules in sys.modules, so they are found through the candidate's globals)."""
+    import types as _types
+
+    ids: set[int] = set()
+    seen: set[int] = set()
+    stack = list(vars(cand_module).values())
+    while stack:
+        v = stack.pop()
+        if id(v) in seen:
+            continue
+        seen.add(id(v))
+        if isinstance(v, _types.ModuleType):
+            f = getattr(v, "__file__", "") or ""
+            if f.endswith(".so") and (not ext_dir or f.startswith(ext_dir) or "torch_extensions" in f):
+                ids.update(id(x) for x in vars(v).values() if callable(x))
+        elif isinstance(v, type) and getattr(v, "__module__", "") == cand_module.__name__:
+            stack.extend(vars(v).values())
+    return ids
+
+
+def _custom_code_called(fn, ext_ids: set[int]) -> bool:
     """Runtime provenance: did a function of a built extension (or a Triton kernel launcher) run?"""
     hit = False
 
@@ -73,15 +95,11 @@ def _custom_code_called(fn, ext_dir: str) -> bool:
         nonlocal hit
         if hit:
             return
-        if event == "c_call":
-            mod = getattr(arg, "__module__", None) or ""
-            m = sys.modules.get(mod)
-            f = getattr(m, "__file__", "") or ""
-            if ext_dir and f.startswith(ext_dir):
-                hit = True
+        if event == "c_call" and id(arg) in ext_ids:
+            hit = True
         elif event == "call":
             fname = frame.f_code.co_filename
-            if "triton" in fname and frame.f_code.co_name in ("run", "__call__") and "jit" in fname:
+            if "triton" in fname and "jit" in fname and frame.f_code.co_name in ("run", "__call__"):
                 hit = True
 
     sys.setprofile(prof)
@@ -228,7 +246,7 @@ def main(job_path: str) -> int:
     timing_inputs = [make_inputs(mod.get_inputs, names, s, 1.0, domains, device)
                      for s in job.fresh_seeds[-job.settings.timing_input_sets:]]
     try:
-        called = _custom_code_called(lambda: model_new(*timing_inputs[0]), job.extensions_dir)
+        called = _custom_code_called(lambda: model_new(*timing_inputs[0]), _extension_function_ids(cand, job.extensions_dir))
         chan.send("custom_code_called", called)
     except BaseException as exc:  # noqa: BLE001
         chan.send("error", {"status": "runtime_error", "phase": "timing", "error": _trim(exc)})

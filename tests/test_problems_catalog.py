@@ -31,7 +31,7 @@ def test_ids_accept_both_spellings():
         problems.load("relu")
 
 
-@pytest.mark.parametrize("pid", IDS)
+@pytest.mark.parametrize("pid", IDS, ids=IDS)
 def test_full_size_inputs_match_manifest_on_meta(pid):
     p = problems.load(pid)
     fact = FACT_BY_ID[pid]
@@ -43,7 +43,7 @@ def test_full_size_inputs_match_manifest_on_meta(pid):
     assert problems.init_inputs(p, "full") == fact["init_args"]
 
 
-@pytest.mark.parametrize("pid", IDS)
+@pytest.mark.parametrize("pid", IDS, ids=IDS)
 def test_small_size_runs_forward_on_cpu_quickly(pid):
     p = problems.load(pid)
     assert p.meta.small, f"{pid} has no small preset"
@@ -55,9 +55,11 @@ def test_small_size_runs_forward_on_cpu_quickly(pid):
     assert nbytes < 64 * 2**20, f"small inputs take {nbytes / 2**20:.1f} MiB"
     torch.set_num_threads(1)
     with torch.no_grad():
-        model(*inputs)  # warm-up: first calls pay one-off dispatch costs
-        start = time.perf_counter()
-        out = model(*inputs)
-        elapsed = time.perf_counter() - start
+        out = model(*inputs)  # warm-up: first calls pay one-off dispatch costs
+        elapsed = float("inf")
+        for _ in range(3):  # best of three: the budget is about the work, not about a busy CI machine
+            start = time.perf_counter()
+            model(*inputs)
+            elapsed = min(elapsed, time.perf_counter() - start)
     assert isinstance(out, torch.Tensor)
     assert elapsed < 1.0, f"small forward took {elapsed:.2f} s"

@@ -1,0 +1,95 @@
+"""``python -m harness.eval KERNEL.py --problem ID``: measure one kernel, score it, print a verdict table.
+
+Exit code 0 whenever an evaluation happened (whatever the verdict), 2 on bad usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import problems as P
+
+from .job import EvalSettings
+from .protocols import PROTOCOLS
+from .runner import Evaluator
+
+
+def _fmt(x: float | None, unit: str = "") -> str:
+    return "-" if x is None else f"{x:.3g}{unit}"
+
+
+def render_table(ev) -> str:
+    rec = ev.record
+    lines = [f"{rec.problem_id}  size={rec.size}  device={rec.device}  status={rec.status}"
+             + (f"  (failed in {rec.failed_phase})" if rec.failed_phase else "")]
+    lines.append(f"{'protocol':10s} {'verdict':14s} {'speedup':>8s} {'kernel ms':>10s} {'baseline ms':>12s} {'SOL':>6s}")
+    for name, r in ev.results.items():
+        lines.append(f"{name:10s} {r.verdict:14s} {_fmt(r.speedup, 'x'):>8s} {_fmt(r.kernel_ms):>10s} "
+                     f"{_fmt(r.baseline_ms):>12s} {_fmt(r.sol_score):>6s}")
+        for why in r.reasons[:4]:
+            lines.append(f"    - {why[:150]}")
+    failed = [g for g in rec.guards if not g.passed]
+    lines.append(f"guards: {len(rec.guards) - len(failed)}/{len(rec.guards)} passed"
+                 + "".join(f"\n    ! {g.name}: {g.detail[:150]}" for g in failed))
+    pv = rec.provenance
+    notes = [f"backend={pv.backend}", f"custom kernel ran={pv.custom_kernel_called}"]
+    if pv.try_except_fallback:
+        notes.append("try/except fallback")
+    if pv.enables_tf32:
+        notes.append("enables TF32")
+    if pv.precision_downcast:
+        notes.append("down-casts: " + ",".join(pv.precision_downcast[:3]))
+    lines.append("provenance: " + "; ".join(notes + pv.notes))
+    if rec.error and rec.status != "ok":
+        lines.append("error:\n" + "\n".join("    " + x for x in rec.error.strip().splitlines()[-15:]))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m harness.eval", description=__doc__)
+    ap.add_argument("kernel", help="candidate source file defining ModelNew")
+    ap.add_argument("--problem", required=True, help="'level1/19_ReLU' or '1/19'")
+    ap.add_argument("--device", default="cpu", help="cpu or cuda")
+    ap.add_argument("--size", choices=["small", "full"], default=None, help="default: small on cpu, full on cuda")
+    ap.add_argument("--protocol", default="naive,verified", help=f"comma-separated, of {sorted(PROTOCOLS)}")
+    ap.add_argument("--problems-dir", help="score against an external KernelBench-format problem directory")
+    ap.add_argument("--json", action="store_true", help="print the record and results as JSON")
+    ap.add_argument("--quick", action="store_true", help="fewer timing iterations (for smoke tests)")
+    args = ap.parse_args(argv)
+
+    path = Path(args.kernel)
+    if not path.is_file():
+        print(f"error: no such kernel file: {path}", file=sys.stderr)
+        return 2
+    protocols = [p.strip() for p in args.protocol.split(",") if p.strip()]
+    unknown = [p for p in protocols if p not in PROTOCOLS]
+    if unknown:
+        print(f"error: unknown protocol(s) {unknown}; known: {sorted(PROTOCOLS)}", file=sys.stderr)
+        return 2
+    try:
+        P.load(args.problem, args.problems_dir)
+    except P.ProblemNotFound as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    size = args.size or ("small" if args.device == "cpu" else "full")
+    settings = EvalSettings()
+    if args.quick:
+        settings = EvalSettings(naive_timing_trials=20, verified_min_iters=5, verified_max_iters=30,
+                                verified_seconds_per_subject=0.5)
+    with Evaluator(args.device, size, settings=settings, problems_dir=args.problems_dir) as ev:
+        result = ev.evaluate(path.read_text(), args.problem, protocols)
+    if args.json:
+        out = {"problem": result.record.problem_id, "record": result.record.model_dump(mode="json"),
+               "protocols": {k: v.model_dump(mode="json") for k, v in result.results.items()},
+               "guards": [g.model_dump(mode="json") for g in result.record.guards]}
+        print(json.dumps(out, indent=1))
+    else:
+        print(render_table(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,46 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Strided 2-D transposed convolution, Mish, add a constant, hardtanh to [-1, 1], scale."""
+
+    def __init__(
+        self, in_channels, out_channels, kernel_size, stride, padding, output_padding, add_value, scale
+    ):
+        super().__init__()
+        self.conv_transpose = nn.ConvTranspose2d(
+            in_channels, out_channels, kernel_size, stride, padding, output_padding
+        )
+        self.add_value = add_value
+        self.scale = scale
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv_transpose(x)
+        x = F.mish(x)
+        x = x + self.add_value
+        x = F.hardtanh(x, min_val=-1, max_val=1)
+        return x * self.scale
+
+
+batch_size = 128
+in_channels = 64
+out_channels = 64
+height = 128
+width = 128
+kernel_size = 3
+stride = 2
+padding = 1
+output_padding = 1
+add_value = 0.5
+scale = 2
+
+
+def get_inputs():
+    x = torch.rand(batch_size, in_channels, height, width)
+    return [x]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, stride, padding, output_padding, add_value, scale]

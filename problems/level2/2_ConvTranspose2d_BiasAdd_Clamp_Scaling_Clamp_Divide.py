@@ -1,0 +1,68 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Strided 2-D transposed convolution, bias add, clamp to [0, 1], scale, clamp, divide by the scale."""
+
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride,
+        padding,
+        output_padding,
+        bias_shape,
+        scaling_factor,
+    ):
+        super().__init__()
+        self.conv_transpose = nn.ConvTranspose2d(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride=stride,
+            padding=padding,
+            output_padding=output_padding,
+        )
+        self.bias = nn.Parameter(torch.randn(bias_shape))
+        self.scaling_factor = scaling_factor
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv_transpose(x)
+        x = x + self.bias
+        x = torch.clamp(x, min=0.0, max=1.0)
+        x = x * self.scaling_factor
+        x = torch.clamp(x, min=0.0, max=1.0)
+        return x / self.scaling_factor
+
+
+batch_size = 128
+in_channels = 64
+out_channels = 64
+height = 128
+width = 128
+kernel_size = 3
+stride = 2
+padding = 1
+output_padding = 1
+bias_shape = [64, 1, 1]
+scaling_factor = 2.0
+
+
+def get_inputs():
+    x = torch.rand(batch_size, in_channels, height, width)
+    return [x]
+
+
+def get_init_inputs():
+    return [
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride,
+        padding,
+        output_padding,
+        bias_shape,
+        scaling_factor,
+    ]

@@ -1,0 +1,42 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Strided 2-D transposed convolution, min over channels, sum over height, GELU, bias add."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, output_padding, bias_shape):
+        super().__init__()
+        self.conv_transpose = nn.ConvTranspose2d(
+            in_channels, out_channels, kernel_size, stride, padding, output_padding
+        )
+        self.bias = nn.Parameter(torch.randn(bias_shape))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv_transpose(x)
+        x = torch.min(x, dim=1, keepdim=True)[0]
+        x = torch.sum(x, dim=2, keepdim=True)
+        x = F.gelu(x)
+        return x + self.bias
+
+
+batch_size = 16
+in_channels = 64
+out_channels = 128
+height = 128
+width = 128
+kernel_size = 3
+stride = 2
+padding = 1
+output_padding = 1
+bias_shape = [1, 1, 1]
+
+
+def get_inputs():
+    x = torch.rand(batch_size, in_channels, height, width)
+    return [x]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, stride, padding, output_padding, bias_shape]

@@ -1,0 +1,42 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """2-D convolution, subtract, tanh, subtract, 2-D average pool."""
+
+    def __init__(
+        self, in_channels, out_channels, kernel_size, subtract1_value, subtract2_value, kernel_size_pool
+    ):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+        self.subtract1_value = subtract1_value
+        self.subtract2_value = subtract2_value
+        self.avgpool = nn.AvgPool2d(kernel_size_pool)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv(x)
+        x = x - self.subtract1_value
+        x = torch.tanh(x)
+        x = x - self.subtract2_value
+        return self.avgpool(x)
+
+
+batch_size = 128
+in_channels = 64
+out_channels = 128
+height = 128
+width = 128
+kernel_size = 3
+subtract1_value = 0.5
+subtract2_value = 0.2
+kernel_size_pool = 2
+
+
+def get_inputs():
+    x = torch.rand(batch_size, in_channels, height, width)
+    return [x]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, subtract1_value, subtract2_value, kernel_size_pool]

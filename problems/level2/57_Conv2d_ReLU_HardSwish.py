@@ -1,0 +1,32 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """2-D convolution, ReLU, then x * clamp((x + 3) / 6, 0, 1) (hardswish written out)."""
+
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv(x)
+        x = torch.relu(x)
+        return x * torch.clamp((x + 3) / 6, 0, 1)
+
+
+batch_size = 128
+in_channels = 8
+out_channels = 64
+height = 128
+width = 128
+kernel_size = 3
+
+
+def get_inputs():
+    x = torch.rand(batch_size, in_channels, height, width)
+    return [x]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]

@@ -1,0 +1,42 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """Strided 3-D transposed convolution, Swish, GroupNorm, hardswish."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, groups, eps):
+        super().__init__()
+        self.conv_transpose = nn.ConvTranspose3d(
+            in_channels, out_channels, kernel_size, stride=stride, padding=padding, bias=True
+        )
+        self.group_norm = nn.GroupNorm(num_groups=groups, num_channels=out_channels, eps=eps)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv_transpose(x)
+        x = torch.sigmoid(x) * x
+        x = self.group_norm(x)
+        return F.hardswish(x)
+
+
+batch_size = 128
+in_channels = 3
+out_channels = 16
+depth = 16
+height = 32
+width = 32
+kernel_size = 3
+stride = 2
+padding = 1
+groups = 4
+eps = 1e-05
+
+
+def get_inputs():
+    x = torch.rand(batch_size, in_channels, depth, height, width)
+    return [x]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, stride, padding, groups, eps]

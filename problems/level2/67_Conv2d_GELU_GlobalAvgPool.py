@@ -1,0 +1,34 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """2-D convolution, GELU, global average pool to [batch, channels]."""
+
+    def __init__(self, in_channels, out_channels, kernel_size):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv(x)
+        x = F.gelu(x)
+        x = F.adaptive_avg_pool2d(x, 1)
+        return x.squeeze(-1).squeeze(-1)
+
+
+batch_size = 128
+in_channels = 8
+out_channels = 64
+height = 256
+width = 256
+kernel_size = 3
+
+
+def get_inputs():
+    x = torch.rand(batch_size, in_channels, height, width)
+    return [x]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size]

@@ -1,0 +1,43 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """3-D convolution, GroupNorm, minimum with a constant, clamp, dropout."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, groups, min_value, max_value, dropout_p):
+        super().__init__()
+        self.conv = nn.Conv3d(in_channels, out_channels, kernel_size)
+        self.norm = nn.GroupNorm(groups, out_channels)
+        self.min_value = min_value
+        self.max_value = max_value
+        self.dropout = nn.Dropout(dropout_p)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv(x)
+        x = self.norm(x)
+        x = torch.min(x, torch.tensor(self.min_value, device=x.device))
+        x = torch.clamp(x, min=self.min_value, max=self.max_value)
+        return self.dropout(x)
+
+
+batch_size = 128
+in_channels = 3
+out_channels = 16
+depth = 16
+height = 64
+width = 64
+kernel_size = 3
+groups = 8
+min_value = 0.0
+max_value = 1.0
+dropout_p = 0.2
+
+
+def get_inputs():
+    x = torch.rand(batch_size, in_channels, depth, height, width)
+    return [x]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, groups, min_value, max_value, dropout_p]

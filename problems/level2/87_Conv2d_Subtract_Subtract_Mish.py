@@ -1,0 +1,38 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """2-D convolution, two constant subtractions, Mish."""
+
+    def __init__(self, in_channels, out_channels, kernel_size, subtract_value_1, subtract_value_2):
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+        self.subtract_value_1 = subtract_value_1
+        self.subtract_value_2 = subtract_value_2
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv(x)
+        x = x - self.subtract_value_1
+        x = x - self.subtract_value_2
+        return F.mish(x)
+
+
+batch_size = 128
+in_channels = 8
+out_channels = 64
+height = 256
+width = 256
+kernel_size = 3
+subtract_value_1 = 0.5
+subtract_value_2 = 0.2
+
+
+def get_inputs():
+    x = torch.rand(batch_size, in_channels, height, width)
+    return [x]
+
+
+def get_init_inputs():
+    return [in_channels, out_channels, kernel_size, subtract_value_1, subtract_value_2]

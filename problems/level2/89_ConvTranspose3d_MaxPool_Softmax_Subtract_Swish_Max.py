@@ -1,0 +1,72 @@
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Strided 3-D transposed conv, 3-D max pool, channel softmax, subtract a per-channel vector, Swish, channel max."""
+
+    def __init__(
+        self,
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride,
+        padding,
+        output_padding,
+        pool_kernel_size,
+        pool_stride,
+        pool_padding,
+    ):
+        super().__init__()
+        self.conv_transpose = nn.ConvTranspose3d(
+            in_channels,
+            out_channels,
+            kernel_size,
+            stride=stride,
+            padding=padding,
+            output_padding=output_padding,
+        )
+        self.max_pool = nn.MaxPool3d(kernel_size=pool_kernel_size, stride=pool_stride, padding=pool_padding)
+        self.subtract = nn.Parameter(torch.randn(out_channels))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.conv_transpose(x)
+        x = self.max_pool(x)
+        x = torch.softmax(x, dim=1)
+        x = x - self.subtract.view(1, -1, 1, 1, 1)
+        x = torch.sigmoid(x) * x
+        return torch.max(x, dim=1)[0]
+
+
+batch_size = 128
+in_channels = 3
+out_channels = 16
+depth = 16
+height = 32
+width = 32
+kernel_size = 3
+stride = 2
+padding = 1
+output_padding = 1
+pool_kernel_size = 2
+pool_stride = 2
+pool_padding = 0
+
+
+def get_inputs():
+    x = torch.rand(batch_size, in_channels, depth, height, width)
+    return [x]
+
+
+def get_init_inputs():
+    return [
+        in_channels,
+        out_channels,
+        kernel_size,
+        stride,
+        padding,
+        output_padding,
+        pool_kernel_size,
+        pool_stride,
+        pool_padding,
+    ]

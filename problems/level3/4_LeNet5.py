@@ -1,0 +1,36 @@
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Model(nn.Module):
+    """LeNet-5 classifier for 1x32x32 images: two conv/pool stages and three dense layers."""
+
+    def __init__(self, num_classes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(in_channels=1, out_channels=6, kernel_size=5, stride=1)
+        self.conv2 = nn.Conv2d(in_channels=6, out_channels=16, kernel_size=5, stride=1)
+        self.fc1 = nn.Linear(in_features=16 * 5 * 5, out_features=120)
+        self.fc2 = nn.Linear(in_features=120, out_features=84)
+        self.fc3 = nn.Linear(in_features=84, out_features=num_classes)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for conv in (self.conv1, self.conv2):
+            x = F.max_pool2d(F.relu(conv(x)), kernel_size=2, stride=2)
+        x = x.view(-1, 16 * 5 * 5)
+        x = F.relu(self.fc1(x))
+        x = F.relu(self.fc2(x))
+        return self.fc3(x)
+
+
+batch_size = 4096
+num_classes = 20
+
+
+def get_inputs():
+    x = torch.rand(batch_size, 1, 32, 32)
+    return [x]
+
+
+def get_init_inputs():
+    return [num_classes]
