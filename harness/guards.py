@@ -50,13 +50,17 @@ def thread_count(before: int, after: int) -> GuardOutcome:
 
 
 def _callables_of(obj: Any) -> dict[str, int]:
+    """id of each callable attribute, looked up statically: ``getattr`` on a class builds a fresh bound
+    method for every classmethod access (``Event.from_ipc_handle``), which would look like a patch."""
+    import inspect
+
     out = {}
     for name in dir(obj):
         try:
-            v = getattr(obj, name)
+            v = inspect.getattr_static(obj, name)
         except Exception:  # noqa: BLE001
             continue
-        if callable(v):
+        if callable(v) or isinstance(v, (classmethod, staticmethod)):
             out[name] = id(v)
     return out
 
@@ -69,11 +73,10 @@ def snapshot_functions() -> dict[str, int]:
     for prefix, obj in (("time", time), ("torch", torch), ("F", F), ("Tensor", torch.Tensor)):
         for k, v in _callables_of(obj).items():
             snap[f"{prefix}.{k}"] = v
-    if torch.cuda.is_available():
-        for k, v in _callables_of(torch.cuda).items():
-            snap[f"torch.cuda.{k}"] = v
-        for k, v in _callables_of(torch.cuda.Event).items():
-            snap[f"torch.cuda.Event.{k}"] = v
+    for k, v in _callables_of(torch.cuda).items():
+        snap[f"torch.cuda.{k}"] = v
+    for k, v in _callables_of(torch.cuda.Event).items():
+        snap[f"torch.cuda.Event.{k}"] = v
     from . import compare, device, timing
 
     for mod in (timing, device, compare):

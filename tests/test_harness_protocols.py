@@ -98,3 +98,27 @@ def test_scoring_is_pure():
     before = r.model_dump_json()
     assert score(r, VERIFIED) == score(r, VERIFIED)
     assert r.model_dump_json() == before
+
+
+def test_monkey_patch_guard_sees_patches_and_ignores_classmethod_rebinding():
+    import time
+
+    import torch
+
+    from harness import guards as G
+
+    before = G.snapshot_functions()
+    assert G.functions_unpatched(before, G.snapshot_functions()).passed  # classmethods rebind on access
+    orig = torch.cuda.Event.elapsed_time
+    torch.cuda.Event.elapsed_time = lambda s, e: 0.0
+    try:
+        g = G.functions_unpatched(before, G.snapshot_functions())
+        assert not g.passed and "elapsed_time" in g.detail
+    finally:
+        torch.cuda.Event.elapsed_time = orig
+    pc = time.perf_counter
+    time.perf_counter = lambda: 0.0
+    try:
+        assert not G.functions_unpatched(before, G.snapshot_functions()).passed
+    finally:
+        time.perf_counter = pc
