@@ -1,0 +1,33 @@
+"""Reports over a run: the naive-vs-verified table, the waterfall that explains it, ablations,
+plots and a static HTML file. Everything is computed from stored measurement records.
+
+Public surface::
+
+    agents.report.build_report(run_dir, protocols=None, turn_policy="final", compare=None) -> Report
+    agents.report.print_report(report)            # rich tables
+    agents.report.render_html(report) -> str      # one self-contained HTML file
+    agents.report.save_plots(report, out_dir)     # PNGs
+    python -m agents.report RUN [--json] [--html PATH] [--compare RUN2] [--plots DIR]
+"""
+
+from .build import (
+    ALL,
+    HeadlineRow,
+    KernelChange,
+    KernelView,
+    Report,
+    TurnRow,
+    Waterfall,
+    WaterfallStep,
+    build_report,
+)
+from .html import render_html, write_html
+from .plots import render_all, save_plots
+from .text import print_report
+from .waterfall import COMPONENTS, alone, steps, without
+
+__all__ = [
+    "ALL", "COMPONENTS", "HeadlineRow", "KernelChange", "KernelView", "Report", "TurnRow", "Waterfall",
+    "WaterfallStep", "alone", "build_report", "print_report", "render_all", "render_html", "save_plots", "steps",
+    "without", "write_html",
+]

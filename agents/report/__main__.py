@@ -1,0 +1,59 @@
+"""python -m agents.report RUN [--json] [--html PATH] [--compare RUN2] [--plots DIR]"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import metrics as M
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m agents.report", description=__doc__)
+    ap.add_argument("run", help="run directory (runs/<name>)")
+    ap.add_argument("--json", action="store_true", help="print the whole report as JSON instead of tables")
+    ap.add_argument("--html", metavar="PATH", help="write a self-contained HTML report")
+    ap.add_argument("--compare", metavar="RUN2", help="a second run to compare the headline with")
+    ap.add_argument("--plots", metavar="DIR", help="write PNG plots into DIR")
+    ap.add_argument("--turn", choices=["final", "best"], default="final",
+                    help="which turn of each (problem, sample) counts (default: final)")
+    ap.add_argument("--resamples", type=int, default=M.BOOTSTRAP_RESAMPLES, help="bootstrap resamples (0 = no CIs)")
+    ap.add_argument("--seed", type=int, default=M.BOOTSTRAP_SEED)
+    args = ap.parse_args(argv)
+
+    from .build import build_report
+
+    try:
+        rep = build_report(args.run, turn_policy=args.turn, resamples=args.resamples, seed=args.seed,
+                           compare=args.compare)
+    except FileNotFoundError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(rep.model_dump_json(indent=2))
+    else:
+        from .text import print_report
+
+        print_report(rep)
+    plots = None
+    if args.plots or args.html:
+        from .plots import render_all
+
+        plots = render_all(rep)
+    if args.plots:
+        from pathlib import Path
+
+        out = Path(args.plots)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, png in plots.items():
+            (out / f"{name}.png").write_bytes(png)
+        print(f"plots: {out}/", file=sys.stderr)
+    if args.html:
+        from .html import write_html
+
+        print(f"html: {write_html(rep, args.html, plots)}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,456 @@
+"""``build_report(run_dir) -> Report``: every table of the report, computed from stored records.
+
+Groups
+------
+* The headline is per (model, strategy) x level x protocol, plus level ``all``. Samples of one
+  strategy are the k of best-of-k; strategies are never pooled (that would inflate best-of-k), so
+  the strategy ablation is the headline at level ``all`` read across strategies.
+* N (the fast_p denominator) is every problem of that level attempted by any model in the run
+  (plus the problems the run's config lists, if it lists them), so a model that crashed or gave no
+  code on a problem is charged for it and models in one run share a denominator.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from harness.protocols import NAIVE, VERIFIED, Protocol
+
+from .. import metrics as M
+from ..store import ATTEMPTS, RunStore
+from . import waterfall as W
+from .scoring import Thread, TurnPolicy, load_threads
+
+ALL = "all"
+
+
+class HeadlineRow(BaseModel):
+    model: str
+    strategy: str
+    level: str
+    protocol: str
+    summary: M.Summary
+
+
+class WaterfallStep(BaseModel):
+    step: str
+    label: str
+    protocol: str
+    attempted: int
+    correct: int
+    geomean: M.Estimate
+    fast_1: M.Estimate
+    d_geomean: float | None = Field(None, description="ratio of geomean to the previous step's")
+    d_fast_1: float | None = Field(None, description="fast_1 minus the previous step's (absolute)")
+    verdicts_changed: int = 0
+    became_incorrect: int = 0
+    fast_lost: int = 0
+
+
+class ComponentAblation(BaseModel):
+    step: str
+    label: str
+    geomean_alone: float | None
+    fast_1_alone: float | None
+    correct_alone: int
+    geomean_without: float | None
+    fast_1_without: float | None
+    correct_without: int
+
+
+class Waterfall(BaseModel):
+    model: str
+    strategy: str
+    level: str
+    steps: list[WaterfallStep]
+    components: list[ComponentAblation]
+
+
+class StepResult(BaseModel):
+    step: str
+    verdict: str
+    speedup: float | None = None
+    reasons: list[str] = Field(default_factory=list)
+    failing_distributions: list[str] = Field(default_factory=list)
+    failed_guards: list[str] = Field(default_factory=list)
+
+
+class KernelChange(BaseModel):
+    """One kernel (one turn of a thread) traced through the waterfall."""
+
+    model: str
+    strategy: str
+    problem_id: str
+    level: int
+    sample: int
+    turn: int
+    final: bool = Field(True, description="the thread's last turn (the one the headline counts by default)")
+    steps: list[StepResult]
+    verdict_changed_at: str | None = None
+    verdict_change: str | None = Field(None, description="'correct -> incorrect' at that step")
+    verdict_reasons: list[str] = Field(default_factory=list, description="reasons new at that step")
+    fast_1_changed_at: str | None = Field(None, description="first step where 'correct and speedup > 1' flips")
+    largest_speedup_move_at: str | None = None
+    largest_speedup_factor: float | None = Field(None, description="speedup after / before at that step")
+    explanation: str = ""
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.verdict_changed_at or self.fast_1_changed_at)
+
+
+class TurnRow(BaseModel):
+    model: str
+    strategy: str
+    protocol: str
+    turn: int
+    attempted: int
+    correct: int
+    fast_p: dict[str, float | None]
+    geomean: float | None
+    n_geomean: int
+
+
+class TurnView(BaseModel):
+    turn: int
+    verdicts: dict[str, str]
+    speedups: dict[str, float | None]
+    sol_scores: dict[str, float | None] = Field(default_factory=dict)
+    memory_ratio: float | None = None
+    reasons: dict[str, list[str]] = Field(default_factory=dict)
+    guards: list[dict[str, Any]] = Field(default_factory=list)
+    provenance: dict[str, Any] = Field(default_factory=dict)
+    status: str | None = None
+    error: str | None = None
+    feedback: str | None = None
+    response: str = ""
+    kernel_source: str | None = None
+    model_error: str | None = None
+    extraction_error: str | None = None
+
+
+class KernelView(BaseModel):
+    model: str
+    strategy: str
+    problem_id: str
+    level: int
+    sample: int
+    final: TurnView
+    turns: list[TurnView]
+
+
+class CompareRow(BaseModel):
+    model: str
+    strategy: str
+    level: str
+    protocol: str
+    a: dict[str, float | None]
+    b: dict[str, float | None]
+
+
+class Report(BaseModel):
+    run: str
+    run_dir: str
+    generated_at: str
+    protocols: list[str] = Field(description="protocol keys (name@version) the report scores under")
+    turn_policy: str
+    resamples: int
+    seed: int
+    n_attempts: int
+    models: list[str]
+    strategies: list[str]
+    levels: list[str]
+    universe: dict[str, int] = Field(description="level -> number of attempted problems (the fast_p N)")
+    headline: list[HeadlineRow]
+    waterfalls: list[Waterfall]
+    kernel_changes: list[KernelChange]
+    by_turn: list[TurnRow]
+    kernels: list[KernelView]
+    compare: list[CompareRow] | None = None
+    compare_run: str | None = None
+    notes: list[str] = Field(default_factory=list)
+
+    def row(self, model: str, protocol: str, level: str = ALL, strategy: str | None = None) -> HeadlineRow:
+        for r in self.headline:
+            if r.model == model and r.protocol == protocol and r.level == level and (
+                    strategy is None or r.strategy == strategy):
+                return r
+        raise KeyError((model, strategy, level, protocol))
+
+    def waterfall(self, model: str, level: str = ALL, strategy: str | None = None) -> Waterfall:
+        for w in self.waterfalls:
+            if w.model == model and w.level == level and (strategy is None or w.strategy == strategy):
+                return w
+        raise KeyError((model, strategy, level))
+
+    def change(self, problem_id: str, model: str | None = None, sample: int = 0, turn: int | None = None
+               ) -> KernelChange:
+        """The traced kernel of a thread: its final turn unless ``turn`` is given."""
+        for c in self.kernel_changes:
+            if c.problem_id == problem_id and c.sample == sample and (model is None or c.model == model) and (
+                    c.final if turn is None else c.turn == turn):
+                return c
+        raise KeyError(problem_id)
+
+
+# ---- helpers ---------------------------------------------------------------------------------------
+
+
+def _level_key(level: int | str) -> str:
+    return str(level)
+
+
+def _universe(threads: Sequence[Thread], config: dict | None) -> dict[str, set[str]]:
+    uni: dict[str, set[str]] = {}
+    for t in threads:
+        uni.setdefault(_level_key(t.level), set()).add(t.problem_id)
+    listed = (config or {}).get("problems")
+    if isinstance(listed, list):
+        for pid in listed:
+            if isinstance(pid, str) and pid.startswith("level") and "/" in pid:
+                lv = pid.split("/", 1)[0].removeprefix("level")
+                if lv.isdigit():
+                    uni.setdefault(lv, set()).add(pid)
+    uni[ALL] = set().union(*uni.values()) if uni else set()
+    return uni
+
+
+def _outcomes(threads: Sequence[Thread], protocol: Protocol, policy: TurnPolicy, turn: int | None = None
+              ) -> list[M.Outcome]:
+    out = []
+    for t in threads:
+        o = t.outcome(protocol, policy, turn)
+        if o is not None:
+            out.append(o)
+    return out
+
+
+def _fmt_x(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"
+
+
+def _trace(thread: Thread, s, chain: list[tuple[str, str, Protocol]]) -> KernelChange:
+    results = []
+    for step, _label, p in chain:
+        r = s.result(p)
+        if r is None:
+            results.append(StepResult(step=step, verdict=s.no_kernel_verdict()))
+        else:
+            results.append(StepResult(step=step, verdict=r.verdict, speedup=r.speedup, reasons=r.reasons,
+                                      failing_distributions=r.failing_distributions, failed_guards=r.failed_guards))
+    kc = KernelChange(model=thread.model, strategy=thread.strategy, problem_id=thread.problem_id,
+                      level=thread.level, sample=thread.sample, turn=s.turn, final=s is thread.turns[-1],
+                      steps=results)
+    best_move = 0.0
+
+    def fast(r: StepResult) -> bool:
+        return r.verdict == "correct" and r.speedup is not None and r.speedup > 1
+
+    for prev, cur in zip(results, results[1:], strict=False):
+        if kc.verdict_changed_at is None and cur.verdict != prev.verdict:
+            kc.verdict_changed_at = cur.step
+            kc.verdict_change = f"{prev.verdict} -> {cur.verdict}"
+            kc.verdict_reasons = [r for r in cur.reasons if r not in prev.reasons] or cur.reasons
+        if kc.fast_1_changed_at is None and fast(cur) != fast(prev):
+            kc.fast_1_changed_at = cur.step
+        if prev.speedup and cur.speedup:
+            move = abs(math.log(cur.speedup / prev.speedup))
+            if move > best_move + 1e-12:
+                best_move = move
+                kc.largest_speedup_move_at = cur.step
+                kc.largest_speedup_factor = cur.speedup / prev.speedup
+    parts = []
+    if kc.verdict_changed_at:
+        why = "; ".join(kc.verdict_reasons[:3])
+        parts.append(f"verdict {kc.verdict_change} at {kc.verdict_changed_at}" + (f" ({why})" if why else ""))
+    if kc.largest_speedup_move_at and kc.largest_speedup_factor and abs(math.log(kc.largest_speedup_factor)) > math.log(1.1):
+        i = [r.step for r in results].index(kc.largest_speedup_move_at)
+        parts.append(f"speedup {_fmt_x(results[i - 1].speedup)} -> {_fmt_x(results[i].speedup)} "
+                     f"at {kc.largest_speedup_move_at}")
+    if kc.fast_1_changed_at and kc.fast_1_changed_at not in (kc.verdict_changed_at, kc.largest_speedup_move_at):
+        parts.append(f"fast_1 flips at {kc.fast_1_changed_at}")
+    kc.explanation = "; ".join(parts) or "unchanged"
+    return kc
+
+
+def _turn_view(s, protocols: Sequence[Protocol]) -> TurnView:
+    a, rec = s.attempt, s.record
+    tv = TurnView(turn=a.turn, verdicts={}, speedups={}, feedback=a.feedback, response=a.response,
+                  kernel_source=a.kernel_source, model_error=a.model_error, extraction_error=a.extraction_error)
+    for p in protocols:
+        r = s.result(p)
+        tv.verdicts[p.name] = r.verdict if r else s.no_kernel_verdict()
+        tv.speedups[p.name] = r.speedup if r else None
+        tv.sol_scores[p.name] = r.sol_score if r else None
+        tv.reasons[p.name] = r.reasons if r else []
+        if r and r.memory_ratio is not None:
+            tv.memory_ratio = r.memory_ratio
+    if rec is not None:
+        tv.status, tv.error = rec.status, rec.error
+        tv.guards = [g.model_dump() for g in rec.guards]
+        prov = rec.provenance.model_dump()
+        tv.provenance = {k: v for k, v in prov.items() if v not in (None, False, [], "")}
+    return tv
+
+
+def _compare_rows(a: Report, b: Report) -> list[CompareRow]:
+    def figs(r: HeadlineRow) -> dict[str, float | None]:
+        s = r.summary
+        return {"attempted": s.attempted, "correct": s.correct, "fast_1": s.fast_p[M.p_key(1.0)].value,
+                "geomean": s.geomean_speedup.value, "mem_eff": s.mem_eff.value}
+
+    index = {(r.model, r.strategy, r.level, r.protocol): r for r in b.headline}
+    rows = []
+    for r in a.headline:
+        k = (r.model, r.strategy, r.level, r.protocol)
+        other = index.get(k)
+        rows.append(CompareRow(model=r.model, strategy=r.strategy, level=r.level, protocol=r.protocol,
+                               a=figs(r), b=figs(other) if other else {}))
+    seen = {(r.model, r.strategy, r.level, r.protocol) for r in a.headline}
+    for k, r in index.items():
+        if k not in seen:
+            rows.append(CompareRow(model=r.model, strategy=r.strategy, level=r.level, protocol=r.protocol,
+                                   a={}, b=figs(r)))
+    return rows
+
+
+# ---- the builder -----------------------------------------------------------------------------------
+
+
+def build_report(
+    run_dir: str | Path,
+    protocols: Sequence[Protocol] | None = None,
+    turn_policy: TurnPolicy = "final",
+    resamples: int = M.BOOTSTRAP_RESAMPLES,
+    seed: int = M.BOOTSTRAP_SEED,
+    compare: str | Path | None = None,
+    levels_waterfall: bool = True,
+) -> Report:
+    """Score every stored record of ``run_dir`` and compute all tables. Nothing is re-measured."""
+    run_dir = Path(run_dir)
+    if not (run_dir / ATTEMPTS).is_file():
+        raise FileNotFoundError(f"{run_dir} has no {ATTEMPTS}: not a run directory")
+    store = RunStore(run_dir)
+    threads = load_threads(store)
+    protos = list(protocols) if protocols else [NAIVE, VERIFIED]
+    names = [p.name for p in protos]
+    if len(set(names)) != len(names):
+        raise ValueError(f"protocol names must be distinct: {names}")
+    config = store.read_config()
+    uni = _universe(threads, config)
+    levels = sorted((k for k in uni if k != ALL), key=lambda s: (not s.isdigit(), int(s) if s.isdigit() else 0, s))
+    systems = sorted({(t.model, t.strategy) for t in threads})
+    n_attempts = sum(len(t.turns) for t in threads)
+
+    headline: list[HeadlineRow] = []
+    waterfalls: list[Waterfall] = []
+    chain = W.steps()
+    alone, without = W.alone(), W.without()
+    for model, strategy in systems:
+        mine = [t for t in threads if t.model == model and t.strategy == strategy]
+        for level in [*levels, ALL]:
+            group = mine if level == ALL else [t for t in mine if _level_key(t.level) == level]
+            if not group and level != ALL:
+                continue
+            for p in protos:
+                kern = _outcomes(group, p, turn_policy)
+                headline.append(HeadlineRow(model=model, strategy=strategy, level=level, protocol=p.name,
+                                            summary=M.summarize(kern, uni[level], resamples=resamples, seed=seed)))
+            if level == ALL or levels_waterfall:
+                waterfalls.append(_waterfall(model, strategy, level, group, uni[level], chain, alone, without,
+                                             turn_policy, resamples, seed))
+
+    kernel_changes = [_trace(t, s, chain) for t in threads for s in t.turns]
+
+    by_turn: list[TurnRow] = []
+    for model, strategy in systems:
+        mine = [t for t in threads if t.model == model and t.strategy == strategy]
+        last = max(t.last_turn for t in mine)
+        for p in protos:
+            for turn in range(1, last + 1):
+                problems = M.per_problem(_outcomes(mine, p, turn_policy, turn), uni[ALL])
+                g, ng = M.geomean_speedup(problems)
+                by_turn.append(TurnRow(model=model, strategy=strategy, protocol=p.name, turn=turn,
+                                       attempted=len(problems), correct=sum(o.correct for o in problems),
+                                       fast_p={M.p_key(q): M.fast_p(problems, q) for q in M.FAST_P},
+                                       geomean=g, n_geomean=ng))
+
+    kernels = []
+    for t in threads:
+        views = [_turn_view(s, protos) for s in t.turns]
+        kernels.append(KernelView(model=t.model, strategy=t.strategy, problem_id=t.problem_id, level=t.level,
+                                  sample=t.sample, final=views[-1], turns=views))
+
+    notes = [
+        f"turn policy: {turn_policy} (the {'last turn' if turn_policy == 'final' else 'best turn'} of each "
+        "(problem, sample) counts); best-of-k over samples per problem",
+        "fast_p over N = every problem of the level attempted by any model in the run; missing or failed "
+        "problems count as not fast",
+        f"bootstrap: {resamples} resamples of problems, seed {seed}, 95% percentile intervals",
+        "hack rate: share of evaluated kernels failing each guard as measured, whether or not the protocol "
+        "enforces it; 'accepted' = kernels the protocol calls correct despite a failed guard",
+        "waterfall order: timing first (the TF32 baseline is only timed with the verified method), then "
+        "TF32 baseline, hidden inputs, tolerance, strict outputs, guards; components alone/left out are "
+        "in the component table",
+    ]
+    if W.uncovered_fields():
+        notes.append(f"waterfall does not cover protocol fields {W.uncovered_fields()}")
+    if not W.same_scoring(chain[-1][2], VERIFIED):
+        notes.append("the waterfall's last step differs from the verified protocol")
+
+    rep = Report(
+        run=run_dir.name, run_dir=str(run_dir), generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        protocols=[p.key for p in protos], turn_policy=turn_policy, resamples=resamples, seed=seed,
+        n_attempts=n_attempts, models=sorted({m for m, _ in systems}), strategies=sorted({s for _, s in systems}),
+        levels=levels, universe={k: len(v) for k, v in uni.items()}, headline=headline, waterfalls=waterfalls,
+        kernel_changes=kernel_changes, by_turn=by_turn, kernels=kernels, notes=notes,
+    )
+    if compare is not None:
+        other = build_report(compare, protocols=protocols, turn_policy=turn_policy, resamples=0, seed=seed,
+                             levels_waterfall=False)
+        rep.compare = _compare_rows(rep, other)
+        rep.compare_run = other.run
+    return rep
+
+
+def _waterfall(model, strategy, level, group, universe, chain, alone, without, policy, resamples, seed) -> Waterfall:
+    steps: list[WaterfallStep] = []
+    prev_kern: list[M.Outcome] | None = None
+    for step, label, p in chain:
+        kern = _outcomes(group, p, policy)
+        problems = M.per_problem(kern, universe)
+        ws = WaterfallStep(
+            step=step, label=label, protocol=p.name, attempted=len(problems),
+            correct=sum(o.correct for o in problems),
+            geomean=M.estimate(problems, M.geomean_speedup, resamples, seed),
+            fast_1=M.estimate(problems, lambda rows: M.fast_p(rows, 1.0), resamples, seed),
+        )
+        if steps:
+            before = steps[-1]
+            if before.geomean.value and ws.geomean.value:
+                ws.d_geomean = ws.geomean.value / before.geomean.value
+            if before.fast_1.value is not None and ws.fast_1.value is not None:
+                ws.d_fast_1 = ws.fast_1.value - before.fast_1.value
+            for o_prev, o in zip(prev_kern, kern, strict=True):
+                ws.verdicts_changed += o_prev.verdict != o.verdict
+                ws.became_incorrect += o_prev.correct and not o.correct
+                ws.fast_lost += (o_prev.timed_correct and o_prev.speedup > 1) and not (o.timed_correct and o.speedup > 1)
+        steps.append(ws)
+        prev_kern = kern
+    comps = []
+    for (step, label, pa), (_s, _l, pw) in zip(alone, without, strict=True):
+        pa_rows = M.per_problem(_outcomes(group, pa, policy), universe)
+        pw_rows = M.per_problem(_outcomes(group, pw, policy), universe)
+        comps.append(ComponentAblation(
+            step=step, label=label,
+            geomean_alone=M.geomean_speedup(pa_rows)[0], fast_1_alone=M.fast_p(pa_rows, 1.0),
+            correct_alone=sum(o.correct for o in pa_rows),
+            geomean_without=M.geomean_speedup(pw_rows)[0], fast_1_without=M.fast_p(pw_rows, 1.0),
+            correct_without=sum(o.correct for o in pw_rows)))
+    return Waterfall(model=model, strategy=strategy, level=level, steps=steps, components=comps)

@@ -1,0 +1,229 @@
+"""One static HTML file: tables, plots embedded as base64 PNG, per-kernel drill-down.
+
+Everything from the run (kernel sources, model responses, error messages) goes through jinja2's
+autoescaping; the only script is a small inline filter for the kernel list.
+"""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import jinja2
+from markupsafe import Markup
+
+from .. import metrics as M
+from . import text as T
+from .build import ALL, Report
+from .plots import render_all
+
+TEMPLATE = r"""<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,">
+<title>Kernel report — {{ rep.run }}</title>
+<style>
+ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", sans-serif; margin: 24px auto; max-width: 1280px; color: #1d1d1f; padding: 0 16px; }
+ h1 { font-size: 22px; margin-bottom: 4px; } h2 { font-size: 18px; margin-top: 32px; border-bottom: 1px solid #ddd; padding-bottom: 4px; }
+ table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13px; }
+ th, td { border: 1px solid #ddd; padding: 3px 7px; text-align: right; vertical-align: top; }
+ th { background: #f4f4f6; } td.l, th.l { text-align: left; }
+ .naive { background: #fff8ec; } .verified { background: #eef6ff; }
+ .v-correct { color: #1f7a4d; font-weight: 600; } .v-incorrect, .v-runtime_error { color: #b3401e; font-weight: 600; }
+ .v-hack { color: #fff; background: #9b2226; padding: 0 4px; border-radius: 3px; }
+ .v-compile_error, .v-no_code, .v-model_error, .v-timeout { color: #777; }
+ .ci { color: #777; font-size: 11px; } .muted { color: #777; }
+ pre { background: #f7f7f9; border: 1px solid #e3e3e6; padding: 8px; overflow-x: auto; font-size: 12px; max-height: 420px; }
+ details { margin: 4px 0; } summary { cursor: pointer; }
+ .plots img { max-width: 100%; border: 1px solid #eee; margin: 4px; }
+ .plots { display: flex; flex-wrap: wrap; gap: 8px; }
+ #filter { padding: 4px 8px; width: 320px; }
+ .pass { color: #1f7a4d; } .fail { color: #b3401e; font-weight: 600; }
+</style>
+</head>
+<body>
+<h1>Can the model write kernels that beat PyTorch — and is the speedup real?</h1>
+<p class="muted">Run <b>{{ rep.run }}</b> · {{ rep.n_attempts }} attempts · models {{ rep.models|join(", ") }} ·
+strategies {{ rep.strategies|join(", ") }} · levels {{ rep.levels|join(", ") }} · N = {{ rep.universe.get("all", 0) }} problems ·
+protocols {{ rep.protocols|join(", ") }} · generated {{ rep.generated_at }}</p>
+
+<h2 id="headline">Headline: naive vs verified</h2>
+<table>
+<tr><th class="l" rowspan="2">system</th><th rowspan="2">level</th><th rowspan="2">N</th>
+<th colspan="{{ protos|length }}">correct</th><th colspan="{{ protos|length }}">fast_1</th><th colspan="{{ protos|length }}">geomean speedup over correct (n)</th>
+<th colspan="{{ protos|length }}">Mem Eff (n)</th><th colspan="{{ protos|length }}">higher peak memory</th><th colspan="{{ protos|length }}">median SOL (n)</th>
+<th colspan="{{ protos|length }}">accepted hacks</th><th class="l" rowspan="2">guard failures (measured)</th></tr>
+<tr>{% for _ in range(7) %}{% for p in protos %}<th class="{{ p }}">{{ p }}</th>{% endfor %}{% endfor %}</tr>
+{% for key, by in headline %}
+<tr><td class="l">{{ sysname(key[0], key[1]) }}</td><td>{{ key[2] }}</td><td>{{ first(by).attempted }}</td>
+{% for p in protos %}<td class="{{ p }}">{% if by[p] %}{{ by[p].correct }} ({{ pct(by[p].correct_rate.value) }}){{ ci(by[p].correct_rate, true) }}{% endif %}</td>{% endfor %}
+{% for p in protos %}<td class="{{ p }}">{% if by[p] %}{{ pct(by[p].fast_p["fast_1"].value) }}{{ ci(by[p].fast_p["fast_1"], true) }}{% endif %}</td>{% endfor %}
+{% for p in protos %}<td class="{{ p }}">{% if by[p] %}{{ x(by[p].geomean_speedup.value) }} (n={{ by[p].geomean_speedup.n }}){{ ci(by[p].geomean_speedup, false) }}{% endif %}</td>{% endfor %}
+{% for p in protos %}<td class="{{ p }}">{% if by[p] %}{{ x(by[p].mem_eff.value) }} (n={{ by[p].mem_eff.n }}){{ ci(by[p].mem_eff, false) }}{% endif %}</td>{% endfor %}
+{% for p in protos %}<td class="{{ p }}">{% if by[p] %}{{ pct(by[p].higher_memory_share.value) }} <span class="ci">of {{ by[p].higher_memory_share.n }}</span>{% endif %}</td>{% endfor %}
+{% for p in protos %}<td class="{{ p }}">{% if by[p] and by[p].sol_median.value is not none %}{{ "%.2f"|format(by[p].sol_median.value) }} <span class="ci">n={{ by[p].sol_median.n }}</span>{% endif %}</td>{% endfor %}
+{% for p in protos %}<td class="{{ p }}">{% if by[p] %}{{ by[p].accepted_hacks }}{% endif %}</td>{% endfor %}
+<td class="l">{{ guards(first(by)) }}</td>
+</tr>
+{% endfor %}
+</table>
+<h3>fast_p for every p</h3>
+<table>
+<tr><th class="l">system</th><th>level</th><th class="l">protocol</th>{% for q in fast_ps %}<th>fast_{{ q }}</th>{% endfor %}</tr>
+{% for key, by in headline %}{% for p in protos %}{% if by[p] %}
+<tr class="{{ p }}"><td class="l">{{ sysname(key[0], key[1]) }}</td><td>{{ key[2] }}</td><td class="l">{{ p }}</td>
+{% for q in fast_ps %}<td>{{ pct(by[p].fast_p["fast_" ~ q].value) }}{{ ci(by[p].fast_p["fast_" ~ q], true) }}</td>{% endfor %}</tr>
+{% endif %}{% endfor %}{% endfor %}
+</table>
+<p class="muted">fast_p = share of all N problems (missing or failed count as not fast) that are correct with speedup &gt; p; best of k samples per problem. Brackets: 95% bootstrap interval over problems.</p>
+
+<h2 id="waterfall">Waterfall: from naive to verified, one component at a time</h2>
+{% for w in waterfalls %}
+{% if w.level != "all" %}<details><summary>{{ sysname(w.model, w.strategy) }} · level {{ w.level }}</summary>{% else %}
+<h3>{{ sysname(w.model, w.strategy) }} · all levels</h3>{% endif %}
+<table>
+<tr><th class="l">step</th><th class="l">adds</th><th>correct</th><th>geomean</th><th>× prev</th><th>fast_1</th><th>Δ fast_1</th><th>verdicts changed</th><th>fast lost</th></tr>
+{% for s in w.steps %}
+<tr><td class="l">{{ s.step }}</td><td class="l">{{ s.label }}</td><td>{{ s.correct }}/{{ s.attempted }}</td>
+<td>{{ x(s.geomean.value) }}{{ ci(s.geomean, false) }}</td><td>{{ x(s.d_geomean) }}</td>
+<td>{{ pct(s.fast_1.value) }}{{ ci(s.fast_1, true) }}</td><td>{% if s.d_fast_1 is not none %}{{ "%+.0f"|format(100 * s.d_fast_1) }} pts{% endif %}</td>
+<td>{{ s.verdicts_changed }}</td><td>{{ s.fast_lost }}</td></tr>
+{% endfor %}
+</table>
+<details><summary>Each component alone (on naive) and left out (of verified)</summary>
+<table><tr><th class="l">component</th><th>geomean alone</th><th>fast_1 alone</th><th>correct alone</th><th>geomean without</th><th>fast_1 without</th><th>correct without</th></tr>
+{% for a in w.components %}<tr><td class="l">{{ a.step }}</td><td>{{ x(a.geomean_alone) }}</td><td>{{ pct(a.fast_1_alone) }}</td><td>{{ a.correct_alone }}</td><td>{{ x(a.geomean_without) }}</td><td>{{ pct(a.fast_1_without) }}</td><td>{{ a.correct_without }}</td></tr>{% endfor %}
+</table></details>
+{% if w.level != "all" %}</details>{% endif %}
+{% endfor %}
+{% if plots.waterfall %}<div class="plots"><img alt="waterfall" src="data:image/png;base64,{{ plots.waterfall }}"></div>{% endif %}
+
+<h3 id="changes">Why each kernel's result moved</h3>
+<table>
+<tr><th class="l">system</th><th class="l">problem</th><th>sample</th><th>turn</th><th>naive</th><th>verified</th><th class="l">responsible step</th><th class="l">why</th></tr>
+{% for k in changes %}
+<tr><td class="l">{{ sysname(k.model, k.strategy) }}</td><td class="l"><a href="#k-{{ anchor(k) }}">{{ k.problem_id }}</a></td><td>{{ k.sample }}</td><td>{{ k.turn }}{% if not k.final %} <span class="ci">(not final)</span>{% endif %}</td>
+<td><span class="v-{{ k.steps[0].verdict }}">{{ k.steps[0].verdict }}</span> {{ x(k.steps[0].speedup) }}</td>
+<td><span class="v-{{ k.steps[-1].verdict }}">{{ k.steps[-1].verdict }}</span> {{ x(k.steps[-1].speedup) }}</td>
+<td class="l">{{ k.verdict_changed_at or k.fast_1_changed_at or k.largest_speedup_move_at }}</td><td class="l">{{ k.explanation }}</td></tr>
+{% endfor %}
+</table>
+
+<h2 id="plots">Plots</h2>
+<div class="plots">
+{% for name in ["fast_p", "speedup_scatter", "speedup_hist", "sol_hist"] %}{% if plots[name] %}<img alt="{{ name }}" src="data:image/png;base64,{{ plots[name] }}">{% endif %}{% endfor %}
+</div>
+
+<h2 id="ablations">Ablations</h2>
+<h3>By prompt strategy (level all)</h3>
+<table><tr><th class="l">model</th><th class="l">strategy</th><th class="l">protocol</th><th>correct</th><th>fast_1</th><th>geomean (n)</th></tr>
+{% for r in strategy_rows %}<tr><td class="l">{{ r.model }}</td><td class="l">{{ r.strategy }}</td><td class="l {{ r.protocol }}">{{ r.protocol }}</td><td>{{ r.summary.correct }}/{{ r.summary.attempted }}</td><td>{{ pct(r.summary.fast_p["fast_1"].value) }}</td><td>{{ x(r.summary.geomean_speedup.value) }} (n={{ r.summary.geomean_speedup.n }})</td></tr>{% endfor %}
+</table>
+<h3>By turn (each (problem, sample) as of turn t)</h3>
+<table><tr><th class="l">system</th><th class="l">protocol</th><th>turn</th><th>correct</th>{% for q in fast_ps %}<th>fast_{{ q }}</th>{% endfor %}<th>geomean (n)</th></tr>
+{% for r in rep.by_turn %}<tr><td class="l">{{ sysname(r.model, r.strategy) }}</td><td class="l {{ r.protocol }}">{{ r.protocol }}</td><td>{{ r.turn }}</td><td>{{ r.correct }}/{{ r.attempted }}</td>{% for q in fast_ps %}<td>{{ pct(r.fast_p["fast_" ~ q]) }}</td>{% endfor %}<td>{{ x(r.geomean) }} (n={{ r.n_geomean }})</td></tr>{% endfor %}
+</table>
+
+{% if rep.compare is not none %}
+<h2 id="compare">Compare: {{ rep.run }} (A) vs {{ rep.compare_run }} (B)</h2>
+<table><tr><th class="l">system</th><th>level</th><th class="l">protocol</th><th>correct A</th><th>correct B</th><th>fast_1 A</th><th>fast_1 B</th><th>geomean A</th><th>geomean B</th></tr>
+{% for r in rep.compare %}<tr><td class="l">{{ sysname(r.model, r.strategy) }}</td><td>{{ r.level }}</td><td class="l">{{ r.protocol }}</td><td>{{ r.a.get("correct", "-") }}</td><td>{{ r.b.get("correct", "-") }}</td><td>{{ pct(r.a.get("fast_1")) }}</td><td>{{ pct(r.b.get("fast_1")) }}</td><td>{{ x(r.a.get("geomean")) }}</td><td>{{ x(r.b.get("geomean")) }}</td></tr>{% endfor %}
+</table>
+{% endif %}
+
+<h2 id="kernels">Kernels</h2>
+<p><input id="filter" type="search" placeholder="filter: problem, model, verdict…" aria-label="filter kernels"> <span id="shown" class="muted"></span></p>
+<div id="kernel-list">
+{% for k in rep.kernels %}
+<details class="kernel" id="k-{{ anchor(k) }}" data-search="{{ k.model }} {{ k.strategy }} {{ k.problem_id }} {{ k.final.verdicts.values()|join(' ') }}">
+<summary><b>{{ k.problem_id }}</b> · {{ sysname(k.model, k.strategy) }} · sample {{ k.sample }} · {{ k.turns|length }} turn(s) ·
+{% for p in protos %}{{ p }}: <span class="v-{{ k.final.verdicts.get(p) }}">{{ k.final.verdicts.get(p) }}</span> {{ x(k.final.speedups.get(p)) }}{% if not loop.last %} · {% endif %}{% endfor %}</summary>
+{% for t in k.turns %}
+<details {% if loop.last %}open{% endif %}><summary>turn {{ t.turn }}{% if t.status %} · status {{ t.status }}{% endif %}</summary>
+<table><tr><th class="l">protocol</th><th class="l">verdict</th><th>speedup</th><th>SOL</th><th class="l">reasons</th></tr>
+{% for p in protos %}<tr><td class="l {{ p }}">{{ p }}</td><td class="l"><span class="v-{{ t.verdicts.get(p) }}">{{ t.verdicts.get(p) }}</span></td><td>{{ x(t.speedups.get(p)) }}</td>
+<td>{% if t.sol_scores.get(p) is not none %}{{ "%.2f"|format(t.sol_scores.get(p)) }}{% endif %}</td><td class="l">{{ t.reasons.get(p, [])|join("; ") }}</td></tr>{% endfor %}
+</table>
+{% if t.memory_ratio is not none %}<p>peak memory kernel / baseline: {{ "%.2f"|format(t.memory_ratio) }}</p>{% endif %}
+{% if t.guards %}<p>guards: {% for g in t.guards %}<span class="{{ 'pass' if g.passed else 'fail' }}" title="{{ g.detail }}">{{ g.name }}{{ '' if g.passed else ' ✗' }}</span>{% if not loop.last %}, {% endif %}{% endfor %}</p>
+{% for g in t.guards if not g.passed %}<p class="fail">{{ g.name }}: {{ g.detail }}</p>{% endfor %}{% endif %}
+{% if t.provenance %}<p class="muted">provenance: {% for key, v in t.provenance.items() %}{{ key }}={{ v }}{% if not loop.last %}, {% endif %}{% endfor %}</p>{% endif %}
+{% if t.error %}<pre>{{ t.error }}</pre>{% endif %}
+{% if t.model_error %}<p class="fail">model error: {{ t.model_error }}</p>{% endif %}
+{% if t.extraction_error %}<p class="fail">extraction: {{ t.extraction_error }}</p>{% endif %}
+{% if t.kernel_source %}<details><summary>kernel source ({{ t.kernel_source|length }} chars)</summary><pre>{{ clip(t.kernel_source) }}</pre></details>
+{% else %}<details><summary>response (no kernel)</summary><pre>{{ clip(t.response) }}</pre></details>{% endif %}
+{% if t.feedback %}<details><summary>feedback shown before the next turn</summary><pre>{{ clip(t.feedback) }}</pre></details>{% endif %}
+</details>
+{% endfor %}
+</details>
+{% endfor %}
+</div>
+
+<h2 id="notes">Notes</h2>
+<ul>{% for n in rep.notes %}<li>{{ n }}</li>{% endfor %}</ul>
+<script>
+(function () {
+  var box = document.getElementById("filter");
+  var items = Array.prototype.slice.call(document.querySelectorAll("#kernel-list > details.kernel"));
+  var shown = document.getElementById("shown");
+  function apply() {
+    var q = box.value.toLowerCase().trim();
+    var n = 0;
+    items.forEach(function (el) {
+      var hit = !q || el.getAttribute("data-search").toLowerCase().indexOf(q) !== -1;
+      el.style.display = hit ? "" : "none";
+      if (hit) { n += 1; }
+    });
+    shown.textContent = n + " of " + items.length + " kernels";
+  }
+  box.addEventListener("input", apply);
+  apply();
+})();
+</script>
+</body>
+</html>
+"""
+
+MAX_SOURCE = 40_000
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+
+
+def render_html(rep: Report, plots: dict[str, bytes] | None = None) -> str:
+    if plots is None:
+        plots = render_all(rep)
+    protos = [p.split("@")[0] for p in rep.protocols]
+    headline: dict[tuple[str, str, str], dict] = {}
+    for r in rep.headline:
+        headline.setdefault((r.model, r.strategy, r.level), dict.fromkeys(protos))[r.protocol] = r.summary
+
+    def ci(e: M.Estimate, is_pct: bool):
+        if e.lo is None or e.hi is None:
+            return ""
+        f = T.pct if is_pct else T.x
+        return Markup('<br><span class="ci">[{}, {}]</span>').format(f(e.lo), f(e.hi))
+
+    changes = [k for k in rep.kernel_changes if k.explanation != "unchanged"]
+    return _env().from_string(TEMPLATE).render(
+        rep=rep, protos=protos, fast_ps=[f"{p:g}" for p in M.FAST_P], headline=list(headline.items()),
+        waterfalls=[w for w in rep.waterfalls if w.level == ALL] + [w for w in rep.waterfalls if w.level != ALL],
+        changes=changes, strategy_rows=[r for r in rep.headline if r.level == ALL],
+        plots={k: base64.b64encode(v).decode() for k, v in plots.items()},
+        x=T.x, pct=T.pct, ci=ci, guards=lambda s: T.guards_cell(s, limit=6),
+        first=lambda by: next(v for v in by.values() if v is not None),
+        sysname=lambda m, s: T.system(rep, m, s),
+        anchor=lambda k: f"{k.model}-{k.strategy}-{k.problem_id}-{k.sample}".replace("/", "-").replace(" ", "_"),
+        clip=lambda s: s if s is None or len(s) <= MAX_SOURCE else s[:MAX_SOURCE] + "\n… (truncated)",
+    )
+
+
+def write_html(rep: Report, path: str | Path, plots: dict[str, bytes] | None = None) -> Path:
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(render_html(rep, plots), encoding="utf-8")
+    return p

@@ -1,0 +1,165 @@
+"""From stored attempts to scored kernels: parse records once, score them under any protocol.
+
+Stored ``Attempt.results`` are not trusted for the report: every record is re-scored with the
+protocol objects given, so custom protocols and the waterfall's intermediate protocols work on any
+run, and an older run is scored by the current protocol versions (the report names them).
+
+A *thread* is one (model, strategy, problem, sample): its turns, in order. The kernel a thread
+contributes is chosen by a turn policy:
+
+* ``final`` (default): the last turn recorded (up to turn t for the by-turn ablation). This is what
+  the model would hand in; choosing the best turn would use the evaluator as an oracle.
+* ``best``: the best turn under the protocol being scored (correct beats incorrect, then speed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from harness.protocols import Protocol, ProtocolResult, score
+from harness.record import MeasurementRecord
+
+from ..metrics import Outcome
+from ..store import Attempt, RunStore
+
+TurnPolicy = Literal["final", "best"]
+
+
+def measured_guard_failures(record: MeasurementRecord) -> list[str]:
+    return [g.name for g in record.guards if g.applicable and not g.passed and g.severity == "hack"]
+
+
+@dataclass
+class Scored:
+    """One attempt with its parsed record and a cache of protocol results."""
+
+    attempt: Attempt
+    record: MeasurementRecord | None
+    _cache: dict[str, ProtocolResult] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, attempt: Attempt) -> Scored:
+        rec = MeasurementRecord.model_validate(attempt.record) if attempt.record else None
+        return cls(attempt=attempt, record=rec)
+
+    @property
+    def turn(self) -> int:
+        return self.attempt.turn
+
+    def no_kernel_verdict(self) -> str:
+        a = self.attempt
+        if a.model_error:
+            return "model_error"
+        if a.kernel_source is None or a.extraction_error:
+            return "no_code"
+        return "not_evaluated"
+
+    def result(self, protocol: Protocol) -> ProtocolResult | None:
+        if self.record is None:
+            return None
+        key = protocol.model_dump_json()
+        r = self._cache.get(key)
+        if r is None:
+            r = self._cache[key] = score(self.record, protocol)
+        return r
+
+    def guard_failures(self, protocol: Protocol) -> list[str]:
+        """Guards failed as measured, plus the speed-of-light floor under this protocol's timing,
+        whether or not the protocol enforces them."""
+        if self.record is None:
+            return []
+        res = self.result(protocol)
+        failed = measured_guard_failures(self.record)
+        for g in res.failed_guards if res else []:
+            if g not in failed:
+                failed.append(g)
+        rf = self.record.roofline
+        if (
+            "roofline_floor" not in failed
+            and res is not None
+            and res.kernel_ms is not None
+            and rf is not None
+            and rf.t_sol_ms
+            and res.kernel_ms < protocol.roofline_slack * rf.t_sol_ms
+        ):
+            failed.append("roofline_floor")
+        return failed
+
+    def outcome(self, protocol: Protocol) -> Outcome:
+        a = self.attempt
+        res = self.result(protocol)
+        if res is None:
+            return Outcome(problem_id=a.problem_id, sample=a.sample, correct=False,
+                           verdict=self.no_kernel_verdict(), evaluated=False)
+        return Outcome(
+            problem_id=a.problem_id,
+            sample=a.sample,
+            correct=res.correct,
+            speedup=res.speedup,
+            memory_ratio=res.memory_ratio,
+            sol_score=res.sol_score,
+            verdict=res.verdict,
+            evaluated=self.record is not None and self.record.status == "ok",
+            failed_guards=tuple(self.guard_failures(protocol)),
+        )
+
+
+ThreadKey = tuple[str, str, str, int, int]  # model, strategy, problem_id, level, sample
+
+
+@dataclass
+class Thread:
+    model: str
+    strategy: str
+    problem_id: str
+    level: int
+    sample: int
+    turns: list[Scored]
+
+    @property
+    def key(self) -> ThreadKey:
+        return (self.model, self.strategy, self.problem_id, self.level, self.sample)
+
+    @property
+    def last_turn(self) -> int:
+        return self.turns[-1].turn
+
+    def upto(self, turn: int | None) -> list[Scored]:
+        return [s for s in self.turns if turn is None or s.turn <= turn]
+
+    def choose(self, protocol: Protocol, policy: TurnPolicy = "final", turn: int | None = None) -> Scored | None:
+        """The attempt this thread contributes (as of ``turn``; None = all turns)."""
+        cand = self.upto(turn)
+        if not cand:
+            return None
+        if policy == "final":
+            return cand[-1]
+        best = cand[0]
+        for s in cand[1:]:
+            o, b = s.outcome(protocol), best.outcome(protocol)
+            if (o.timed_correct, o.correct, o.speedup or 0.0) > (b.timed_correct, b.correct, b.speedup or 0.0):
+                best = s
+        return best
+
+    def outcome(self, protocol: Protocol, policy: TurnPolicy = "final", turn: int | None = None) -> Outcome | None:
+        s = self.choose(protocol, policy, turn)
+        return s.outcome(protocol) if s is not None else None
+
+
+def load_threads(source: str | RunStore | Iterable[Attempt]) -> list[Thread]:
+    """Group attempts into threads; a (thread, turn) written twice keeps the later line."""
+    if isinstance(source, str) or hasattr(source, "__fspath__"):
+        attempts: Iterable[Attempt] = RunStore(source)
+    else:
+        attempts = source
+    by_key: dict[ThreadKey, dict[int, Scored]] = {}
+    for a in attempts:
+        k = (a.model, a.strategy, a.problem_id, a.level, a.sample)
+        by_key.setdefault(k, {})[a.turn] = Scored.of(a)
+    threads = []
+    for k in sorted(by_key):
+        turns = [by_key[k][t] for t in sorted(by_key[k])]
+        threads.append(Thread(*k, turns=turns))
+    return threads

@@ -1,0 +1,180 @@
+"""Human-readable tables of a ``Report`` (rich)."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+from .. import metrics as M
+from .build import ALL, Report
+
+
+def x(v: float | None, digits: int = 2) -> str:
+    return "-" if v is None else f"{v:.{digits}f}x"
+
+
+def pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.0f}%"
+
+
+def est(e: M.Estimate, kind: str = "x") -> str:
+    if e.value is None:
+        return "-"
+    f = pct if kind == "pct" else (lambda v: x(v))
+    s = f(e.value)
+    if e.lo is not None and e.hi is not None:
+        s += f" [{f(e.lo)}-{f(e.hi)}]"
+    return s
+
+
+def system(rep: Report, model: str, strategy: str) -> str:
+    return model if len(rep.strategies) == 1 else f"{model} / {strategy}"
+
+
+def guards_cell(s: M.Summary, limit: int = 4) -> str:
+    items = [(g, v) for g, v in s.hack_rate_by_guard.items() if g != "any"]
+    items.sort(key=lambda kv: -kv[1][1])
+    parts = [f"{g} {pct(v[0])}" for g, v in items[:limit]]
+    if len(items) > limit:
+        parts.append(f"+{len(items) - limit}")
+    return ", ".join(parts) or "none"
+
+
+def headline_tables(rep: Report) -> list[Table]:
+    protos = [p.split("@")[0] for p in rep.protocols]
+    rows: dict[tuple[str, str, str], dict[str, M.Summary]] = {}
+    for r in rep.headline:
+        rows.setdefault((r.model, r.strategy, r.level), {})[r.protocol] = r.summary
+
+    t = Table(title=f"Headline — run {rep.run} ({' vs '.join(protos)}; 95% bootstrap CI)", show_lines=False)
+    for c in ("system", "level", "N"):
+        t.add_column(c)
+    for p in protos:
+        t.add_column(f"correct\n{p}", justify="right")
+    for p in protos:
+        t.add_column(f"fast_1\n{p}", justify="right")
+    for p in protos:
+        t.add_column(f"geomean (n)\n{p}", justify="right")
+    for (model, strategy, level), by in rows.items():
+        first = next(iter(by.values()))
+        t.add_row(system(rep, model, strategy), level, str(first.attempted),
+                  *[f"{by[p].correct} ({pct(by[p].correct_rate.value)})" if p in by else "-" for p in protos],
+                  *[est(by[p].fast_p[M.p_key(1.0)], "pct") if p in by else "-" for p in protos],
+                  *[f"{est(by[p].geomean_speedup)} (n={by[p].geomean_speedup.n})" if p in by else "-"
+                    for p in protos])
+
+    fp = Table(title="fast_p (share of all N problems correct with speedup > p)")
+    for c in ("system", "level", "protocol"):
+        fp.add_column(c)
+    for p in M.FAST_P:
+        fp.add_column(f"p={p:g}", justify="right")
+    mem = Table(title="Memory, SOL score, guards")
+    for c in ("system", "level", "protocol", "Mem Eff (n)", "higher peak mem", "median SOL (n)",
+              "hack rate by guard", "any guard", "accepted hacks"):
+        mem.add_column(c, justify="right" if c not in ("system", "level", "protocol", "hack rate by guard") else "left")
+    for (model, strategy, level), by in rows.items():
+        for p, s in by.items():
+            fp.add_row(system(rep, model, strategy), level, p, *[pct(s.fast_p[M.p_key(q)].value) for q in M.FAST_P])
+            anyg = s.hack_rate_by_guard.get("any")
+            mem.add_row(system(rep, model, strategy), level, p,
+                        f"{x(s.mem_eff.value)} (n={s.mem_eff.n})",
+                        f"{pct(s.higher_memory_share.value)} of {s.higher_memory_share.n}",
+                        f"{'-' if s.sol_median.value is None else f'{s.sol_median.value:.2f}'} (n={s.sol_median.n})",
+                        guards_cell(s), f"{anyg[1]}/{anyg[2]}" if anyg else "-", str(s.accepted_hacks))
+    return [t, fp, mem]
+
+
+def waterfall_tables(rep: Report, level: str = ALL) -> list[Table]:
+    out = []
+    for w in rep.waterfalls:
+        if w.level != level:
+            continue
+        t = Table(title=f"Waterfall — {system(rep, w.model, w.strategy)}, level {w.level} "
+                        "(each step adds one component to the previous)")
+        for c in ("step", "adds", "correct", "geomean", "x prev", "fast_1", "Δ fast_1", "verdicts changed",
+                  "fast lost"):
+            t.add_column(c, justify="left" if c in ("step", "adds") else "right")
+        for s in w.steps:
+            t.add_row(s.step, s.label, f"{s.correct}/{s.attempted}", est(s.geomean), x(s.d_geomean),
+                      est(s.fast_1, "pct"),
+                      "-" if s.d_fast_1 is None else f"{100 * s.d_fast_1:+.0f} pts",
+                      str(s.verdicts_changed), str(s.fast_lost))
+        out.append(t)
+        c = Table(title="Each component alone (on naive) and left out (of verified)")
+        for col in ("component", "geomean alone", "fast_1 alone", "correct alone", "geomean without",
+                    "fast_1 without", "correct without"):
+            c.add_column(col, justify="left" if col == "component" else "right")
+        for a in w.components:
+            c.add_row(a.step, x(a.geomean_alone), pct(a.fast_1_alone), str(a.correct_alone), x(a.geomean_without),
+                      pct(a.fast_1_without), str(a.correct_without))
+        out.append(c)
+    return out
+
+
+def changes_table(rep: Report) -> Table:
+    t = Table(title="Kernels whose result moved between naive and verified (every turn)")
+    for c in ("system", "problem", "s", "turn", "naive", "verified", "responsible step", "why"):
+        t.add_column(c)
+    for k in rep.kernel_changes:
+        if k.explanation == "unchanged":
+            continue
+        first, last = k.steps[0], k.steps[-1]
+        step = k.verdict_changed_at or k.fast_1_changed_at or k.largest_speedup_move_at or "-"
+        t.add_row(system(rep, k.model, k.strategy), k.problem_id, str(k.sample),
+                  f"{k.turn}{'' if k.final else ' (not final)'}", f"{first.verdict} {x(first.speedup)}", f"{last.verdict} {x(last.speedup)}", step,
+                  k.explanation[:240])
+    return t
+
+
+def turn_table(rep: Report) -> Table:
+    t = Table(title="By turn (each (problem, sample) as of turn t)")
+    for c in ("system", "protocol", "turn", "correct", "fast_0", "fast_1", "fast_2", "geomean (n)"):
+        t.add_column(c, justify="left" if c in ("system", "protocol") else "right")
+    for r in rep.by_turn:
+        t.add_row(system(rep, r.model, r.strategy), r.protocol, str(r.turn), f"{r.correct}/{r.attempted}",
+                  pct(r.fast_p["fast_0"]), pct(r.fast_p["fast_1"]), pct(r.fast_p["fast_2"]),
+                  f"{x(r.geomean)} (n={r.n_geomean})")
+    return t
+
+
+def strategy_table(rep: Report) -> Table:
+    t = Table(title="By prompt strategy (level all)")
+    for c in ("model", "strategy", "protocol", "correct", "fast_1", "geomean (n)"):
+        t.add_column(c)
+    for r in rep.headline:
+        if r.level == ALL:
+            s = r.summary
+            t.add_row(r.model, r.strategy, r.protocol, f"{s.correct}/{s.attempted}", pct(s.fast_p["fast_1"].value),
+                      f"{x(s.geomean_speedup.value)} (n={s.geomean_speedup.n})")
+    return t
+
+
+def compare_table(rep: Report) -> Table:
+    t = Table(title=f"Compare: {rep.run} (A) vs {rep.compare_run} (B)")
+    for c in ("system", "level", "protocol", "correct A", "correct B", "fast_1 A", "fast_1 B", "geomean A",
+              "geomean B"):
+        t.add_column(c)
+    for r in rep.compare or []:
+        t.add_row(system(rep, r.model, r.strategy), r.level, r.protocol,
+                  str(r.a.get("correct", "-")), str(r.b.get("correct", "-")),
+                  pct(r.a.get("fast_1")), pct(r.b.get("fast_1")), x(r.a.get("geomean")), x(r.b.get("geomean")))
+    return t
+
+
+def print_report(rep: Report, console: Console | None = None) -> None:
+    c = console or Console(width=200)
+    c.print(f"[bold]Run {rep.run}[/bold]: {rep.n_attempts} attempts, models {', '.join(rep.models)}, "
+            f"strategies {', '.join(rep.strategies)}, levels {', '.join(rep.levels)}, "
+            f"N = {rep.universe.get(ALL, 0)} problems; protocols {', '.join(rep.protocols)}")
+    for t in headline_tables(rep):
+        c.print(t)
+    for t in waterfall_tables(rep):
+        c.print(t)
+    c.print(changes_table(rep))
+    if len(rep.strategies) > 1:
+        c.print(strategy_table(rep))
+    c.print(turn_table(rep))
+    if rep.compare is not None:
+        c.print(compare_table(rep))
+    for n in rep.notes:
+        c.print(f"[dim]note: {n}[/dim]")

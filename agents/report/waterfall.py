@@ -1,0 +1,88 @@
+"""The waterfall: from the naive protocol to the verified one, one component at a time.
+
+Each step is a ``Protocol`` derived from the previous one with ``model_copy(update=...)``, the
+update taken field by field from ``VERIFIED`` so the last step *is* the verified protocol's scoring
+rule. The attribution is order-dependent, so the report also scores each component alone on top
+of naive and verified without each component.
+
+Order: the timing method comes first, then KernelBench-Verified's decomposition (TF32 baseline,
+then the hidden suite), then the hardening this project adds. Timing goes first because the
+harness times the TF32 baseline only with the verified method: with the TF32 step first, that step
+would divide a verified-method baseline by a naive-method kernel time and charge the difference
+between the two timing methods to TF32 (on CPU records that swings a ReLU from 1.2x to 9.7x and
+back). With timing first, every later step compares times taken by the same method.
+
+Memory is not a step: neither protocol turns peak memory into a verdict, it is a reported column.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+from harness.protocols import NAIVE, VERIFIED, Protocol
+
+
+class Component(BaseModel):
+    step: str
+    label: str
+    fields: list[str]
+
+
+COMPONENTS: list[Component] = [
+    Component(step="timing", label="verified timing: L2 flush, device sync, interleaved, median",
+              fields=["timing", "statistic"]),
+    Component(step="tf32_baseline", label="TF32 baseline (matmul + cuDNN TF32 on)", fields=["baseline"]),
+    Component(step="hidden_inputs", label="hidden distributions x1, x3, x0.01, x-1 with perturbed parameters",
+              fields=["trials", "distributions"]),
+    Component(step="tolerance", label="fp32 tolerance 1e-3 vs exact reference (or within k x TF32 error)",
+              fields=["tolerance_fp32", "tolerance_half", "tf32_error_factor"]),
+    Component(step="strict_output", label="strict outputs: exact dtype, no NaN/Inf, no all-zero output",
+              fields=["strict_output"]),
+    Component(step="guards", label="anti-hack guards and the speed-of-light floor",
+              fields=["enforce_guards", "roofline_floor", "roofline_slack"]),
+]
+
+META_FIELDS = {"name", "version", "description"}
+WATERFALL_VERSION = "wf1"
+
+
+def _update(c: Component, source: Protocol) -> dict:
+    return {f: getattr(source, f) for f in c.fields}
+
+
+def uncovered_fields(start: Protocol = NAIVE, end: Protocol = VERIFIED) -> list[str]:
+    """Scoring fields that differ between the protocols but no component changes (should be empty)."""
+    covered = {f for c in COMPONENTS for f in c.fields}
+    return [f for f in type(start).model_fields if f not in META_FIELDS and f not in covered
+            and getattr(start, f) != getattr(end, f)]
+
+
+def steps(start: Protocol = NAIVE, end: Protocol = VERIFIED) -> list[tuple[str, str, Protocol]]:
+    """[(step, label, protocol)]: 'naive', then each component added cumulatively."""
+    out = [(start.name, "as published (KernelBench)", start)]
+    cur = start
+    names = [start.name]
+    for c in COMPONENTS:
+        names.append(c.step)
+        cur = cur.model_copy(update={**_update(c, end), "name": "+".join(names), "version": WATERFALL_VERSION,
+                                     "description": f"{start.name} plus " + ", ".join(names[1:])})
+        out.append((c.step, c.label, cur))
+    return out
+
+
+def alone(start: Protocol = NAIVE, end: Protocol = VERIFIED) -> list[tuple[str, str, Protocol]]:
+    """Each component alone on top of ``start``."""
+    return [(c.step, c.label, start.model_copy(update={**_update(c, end), "name": f"{start.name}+{c.step}",
+                                                       "version": WATERFALL_VERSION}))
+            for c in COMPONENTS]
+
+
+def without(start: Protocol = NAIVE, end: Protocol = VERIFIED) -> list[tuple[str, str, Protocol]]:
+    """``end`` with each component reverted to ``start``'s setting."""
+    return [(c.step, c.label, end.model_copy(update={**_update(c, start), "name": f"{end.name}-{c.step}",
+                                                     "version": WATERFALL_VERSION}))
+            for c in COMPONENTS]
+
+
+def same_scoring(a: Protocol, b: Protocol) -> bool:
+    return all(getattr(a, f) == getattr(b, f) for f in type(a).model_fields if f not in META_FIELDS)
