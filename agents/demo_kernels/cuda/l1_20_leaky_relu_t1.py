@@ -1,0 +1,51 @@
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+# Compile error (demo): the kernel reads `negative_slop`, which is not declared; turn 2 fixes it.
+cuda_source = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+
+__global__ void leaky_relu_kernel(const float* __restrict__ x, float* __restrict__ y, float negative_slope,
+                                  int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const float v = x[i];
+        y[i] = v > 0.0f ? v : v * negative_slop;
+    }
+}
+
+torch::Tensor leaky_relu_forward(torch::Tensor x, double negative_slope) {
+    TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat, "expected a float32 CUDA tensor");
+    at::Tensor xc = x.contiguous();
+    at::Tensor y = torch::empty_like(xc);
+    const int64_t n = xc.numel();
+    const int threads = 256;
+    const int blocks = (int)std::min<int64_t>((n + threads - 1) / threads, 65535 * 8);
+    if (n > 0) {
+        leaky_relu_kernel<<<blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(
+            xc.data_ptr<float>(), y.data_ptr<float>(), (float)negative_slope, n);
+    }
+    return y;
+}
+"""
+
+cpp_source = "torch::Tensor leaky_relu_forward(torch::Tensor x, double negative_slope);"
+
+leaky_ext = load_inline(
+    name="kv_demo_cuda_l1_20_leaky_relu_t1",
+    cpp_sources=cpp_source,
+    cuda_sources=cuda_source,
+    functions=["leaky_relu_forward"],
+    extra_cflags=["-O3"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.negative_slope = 0.01  # the problem's fixed slope
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return leaky_ext.leaky_relu_forward(x, self.negative_slope)
