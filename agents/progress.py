@@ -1,0 +1,185 @@
+"""Live progress of a sweep (rich, on a TTY; one plain line per finished conversation otherwise) and the
+end-of-run summary: per model and strategy, problems attempted, correct under each protocol, fast_1 and
+geometric-mean speedup over correct problems (best attempt per problem, as KernelBench-Verified)."""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from .store import Attempt
+
+TALLY_ORDER = ("correct", "incorrect", "hack", "compile_error", "runtime_error", "timeout", "no_code")
+
+
+class ProtocolSummary(BaseModel):
+    correct: int = Field(0, description="problems with at least one correct attempt")
+    fast_1: float = Field(0.0, description="share of attempted problems correct and faster than the baseline")
+    geomean_speedup: float | None = Field(None, description="over correct problems, best speedup per problem")
+    geomean_n: int = 0
+
+
+class SummaryRow(BaseModel):
+    model: str
+    strategy: str
+    problems: int = Field(0, description="problems with at least one recorded attempt")
+    samples: int = 0
+    attempts: int = 0
+    cost_usd: float = 0.0
+    protocols: dict[str, ProtocolSummary] = Field(default_factory=dict)
+
+
+class RunSummary(BaseModel):
+    run_dir: str
+    wall_s: float = 0.0
+    attempts: int = 0
+    new_attempts: int = 0
+    errors: int = 0
+    outcomes: dict[str, int] = Field(default_factory=dict)
+    cost_usd: float = 0.0
+    stopped_by_budget: bool = False
+    rows: list[SummaryRow] = Field(default_factory=list)
+
+
+def _geomean(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x and x > 0 and math.isfinite(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def summarize(attempts: Iterable[Attempt], protocols: list[str]) -> list[SummaryRow]:
+    groups: dict[tuple[str, str], list[Attempt]] = {}
+    for a in attempts:
+        groups.setdefault((a.model, a.strategy), []).append(a)
+    rows = []
+    for (model, strategy), items in sorted(groups.items()):
+        row = SummaryRow(model=model, strategy=strategy, attempts=len(items),
+                         problems=len({a.problem_id for a in items}),
+                         samples=len({(a.problem_id, a.sample) for a in items}),
+                         cost_usd=sum(a.cost_usd or 0.0 for a in items))
+        for p in protocols:
+            best: dict[str, float] = {}
+            for a in items:
+                r = a.results.get(p)
+                if r and r.get("verdict") == "correct":
+                    sp = r.get("speedup") or 0.0
+                    best[a.problem_id] = max(best.get(a.problem_id, 0.0), sp)
+            fast = sum(1 for v in best.values() if v > 1.0)
+            speedups = [v for v in best.values() if v > 0]
+            row.protocols[p] = ProtocolSummary(correct=len(best), fast_1=fast / row.problems if row.problems else 0.0,
+                                               geomean_speedup=_geomean(speedups), geomean_n=len(speedups))
+        rows.append(row)
+    return rows
+
+
+def _tally_text(tally: Counter) -> str:
+    keys = [k for k in TALLY_ORDER if tally.get(k)] + sorted(k for k in tally if k not in TALLY_ORDER)
+    return ", ".join(f"{tally[k]} {k}" for k in keys) or "-"
+
+
+class SweepProgress:
+    """Counts conversations, turns and verdicts; shows them live (rich) or as plain lines."""
+
+    def __init__(self, total: int, *, enabled: bool | None = None, protocol: str = "verified",
+                 executor: Any = None, spend: Any = None, stream: Any = None) -> None:
+        self.total = total
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty() if enabled is None else enabled
+        self.protocol = protocol
+        self.executor = executor
+        self.spend = spend
+        self.done = 0
+        self.turns = 0
+        self.tally: Counter = Counter()
+        self.outcomes: Counter = Counter()
+        self._progress = None
+        self._task = None
+
+    def __enter__(self) -> SweepProgress:
+        if self.live and self.total:
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self._progress = Progress(
+                TextColumn("[bold]conversations"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                TextColumn("{task.fields[status]}"), console=Console(file=self.stream), transient=False,
+            )
+            self._progress.start()
+            self._task = self._progress.add_task("sweep", total=self.total, status=self.status())
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._progress is not None:
+            self.refresh()
+            self._progress.stop()
+
+    def status(self) -> str:
+        parts = [f"turns {self.turns}", f"{self.protocol}: {_tally_text(self.tally)}"]
+        if self.executor is not None:
+            s = self.executor.stats()
+            parts.append(f"building {s.building} (+{s.queued_builds}) evaluating {s.evaluating} (+{s.queued_evals})")
+        if self.spend is not None:
+            parts.append(f"${self.spend.total_usd:.2f}")
+        return " | ".join(parts)
+
+    def refresh(self) -> None:
+        if self._progress is not None and self._task is not None:
+            self._progress.update(self._task, completed=self.done, status=self.status())
+
+    def on_attempt(self, attempt: Attempt) -> None:
+        self.turns += 1
+        verdict = attempt.verdict(self.protocol)
+        if verdict is None:
+            verdict = attempt.feedback_kind or "no_code"
+            verdict = "no_code" if verdict in ("no_code", "refused", "model_error", "truncated") else verdict
+        self.tally[verdict] += 1
+        self.refresh()
+
+    def on_sample(self, task: Any, outcome: str, last: Attempt | None = None) -> None:
+        self.outcomes[outcome] += 1
+        self.done += 1
+        if self._progress is not None:
+            self.refresh()
+        elif outcome != "skipped":
+            detail = ""
+            if last is not None:
+                verdicts = ", ".join(f"{p} {r.get('verdict')}" + (f" {r['speedup']:.2f}x" if r.get("speedup") else "")
+                                     for p, r in last.results.items())
+                detail = f" after {last.turn} turn(s)" + (f" ({verdicts})" if verdicts else f" ({last.feedback_kind})")
+            print(f"[{self.done}/{self.total}] {task.model} {task.strategy} {task.problem.id} sample {task.sample}: "
+                  f"{outcome}{detail}", file=self.stream, flush=True)
+
+
+def print_summary(summary: RunSummary, protocols: list[str], stream: Any = None) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=stream or sys.stdout, width=160)
+    table = Table(title=f"run {summary.run_dir}")
+    for col in ("model", "strategy", "problems", "attempts"):
+        table.add_column(col, justify="left" if col in ("model", "strategy") else "right")
+    for p in protocols:
+        table.add_column(f"{p} correct", justify="right")
+        table.add_column(f"{p} fast_1", justify="right")
+        table.add_column(f"{p} geomean", justify="right")
+    table.add_column("cost", justify="right")
+    for r in summary.rows:
+        cells = [r.model, r.strategy, str(r.problems), str(r.attempts)]
+        for p in protocols:
+            s = r.protocols.get(p, ProtocolSummary())
+            cells += [f"{s.correct}/{r.problems}", f"{s.fast_1:.2f}",
+                      f"{s.geomean_speedup:.2f}x (n={s.geomean_n})" if s.geomean_speedup else "-"]
+        cells.append(f"${r.cost_usd:.2f}")
+        table.add_row(*cells)
+    console.print(table)
+    extra = [f"{summary.attempts} attempts ({summary.new_attempts} new)", f"wall {summary.wall_s:.0f} s",
+             f"spend ${summary.cost_usd:.2f}"]
+    if summary.errors:
+        extra.append(f"{summary.errors} model/harness errors (see errors.jsonl; --resume retries them)")
+    if summary.stopped_by_budget:
+        extra.append("stopped by --budget-usd")
+    console.print("; ".join(extra))

@@ -1,0 +1,153 @@
+"""The run store: an append-only, crash-safe record of every attempt in a run directory.
+
+    runs/<name>/config.json      the sweep's configuration (pydantic, written once)
+    runs/<name>/attempts.jsonl   one JSON line per finished attempt (prompt, response, kernel,
+                                 measurement record, protocol results, usage, cost, feedback)
+
+Appends take an exclusive ``flock`` and ``fsync`` before releasing it, so concurrent sweeps never
+interleave lines and a kill -9 loses at most the attempt in flight. A torn last line (power loss
+mid-write) is skipped on read. Attempts are keyed by (model, strategy, problem, sample, turn):
+``--resume`` skips keys already present.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+ATTEMPTS = "attempts.jsonl"
+CONFIG = "config.json"
+
+
+class Attempt(BaseModel):
+    """One turn of one (model, strategy, problem, sample)."""
+
+    run: str = ""
+    model: str = Field(description="model spec as given: 'gpt', 'demo', 'replay:...'")
+    model_id: str = Field("", description="resolved model id")
+    strategy: str = "zero_shot"
+    backend: str = "cpu"
+    problem_id: str
+    level: int
+    number: int
+    sample: int = 0
+    turn: int = 1
+    messages: list[dict[str, str]] = Field(default_factory=list, description="the prompt as sent")
+    response: str = ""
+    finish: str = "stop"
+    usage: dict[str, int] = Field(default_factory=dict)
+    cost_usd: float | None = None
+    latency_s: float | None = None
+    cached_response: bool = False
+    model_error: str | None = None
+    kernel_source: str | None = None
+    kernel_hash: str | None = None
+    extraction_error: str | None = None
+    record: dict[str, Any] | None = Field(None, description="harness.MeasurementRecord as a dict")
+    results: dict[str, dict[str, Any]] = Field(default_factory=dict, description="protocol -> ProtocolResult dict")
+    feedback: str | None = Field(None, description="what the model is shown before the next turn")
+    feedback_kind: str | None = Field(None, description="agents.feedback.Feedback.kind of this turn")
+    final: bool = Field(False, description="this turn ended its conversation (success under --stop-on, or the last turn)")
+    eval_reused: bool = Field(False, description="the same kernel was already measured in this run: record shared")
+    size: str = "small"
+    device: str = "cpu"
+    created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat())
+
+    @property
+    def key(self) -> tuple[str, str, str, int, int]:
+        return (self.model, self.strategy, self.problem_id, self.sample, self.turn)
+
+    def verdict(self, protocol: str) -> str | None:
+        r = self.results.get(protocol)
+        return r.get("verdict") if r else None
+
+
+def attempt_key(model: str, strategy: str, problem_id: str, sample: int, turn: int) -> tuple[str, str, str, int, int]:
+    return (model, strategy, problem_id, sample, turn)
+
+
+class RunStore:
+    def __init__(self, run_dir: str | Path) -> None:
+        self.dir = Path(run_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.dir / ATTEMPTS
+
+    @property
+    def name(self) -> str:
+        return self.dir.name
+
+    def write_config(self, config: BaseModel | dict[str, Any]) -> None:
+        data = config.model_dump(mode="json") if isinstance(config, BaseModel) else config
+        tmp = self.dir / (CONFIG + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
+        os.replace(tmp, self.dir / CONFIG)
+
+    def read_config(self) -> dict[str, Any] | None:
+        p = self.dir / CONFIG
+        return json.loads(p.read_text()) if p.exists() else None
+
+    def append(self, attempt: Attempt) -> None:
+        if not attempt.run:
+            attempt.run = self.name
+        line = (attempt.model_dump_json() + "\n").encode()
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            # A previous writer killed mid-line leaves no newline: start on a fresh line so both survive parsing.
+            size = os.fstat(fd).st_size
+            if size:
+                with open(self.path, "rb") as f:
+                    f.seek(size - 1)
+                    if f.read(1) != b"\n":
+                        line = b"\n" + line
+            os.write(fd, line)
+            os.fsync(fd)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def __iter__(self) -> Iterator[Attempt]:
+        if not self.path.exists():
+            return
+        with self.path.open("rb") as f:
+            for raw in f:
+                raw = raw.strip()
+                if not raw:
+                    continue
+                try:
+                    yield Attempt.model_validate_json(raw)
+                except ValueError:
+                    continue  # torn line from a crash mid-write
+
+    def attempts(self) -> list[Attempt]:
+        return list(self)
+
+    def keys(self) -> set[tuple[str, str, str, int, int]]:
+        return {a.key for a in self}
+
+    def to_frame(self):
+        """One row per attempt and protocol-specific columns (``verified_verdict``, ``naive_speedup``, ...)."""
+        import pandas as pd
+
+        rows = []
+        for a in self:
+            row = a.model_dump(exclude={"messages", "response", "kernel_source", "record", "results", "usage"})
+            for k, v in a.usage.items():
+                row[f"usage_{k}"] = v
+            for proto, r in a.results.items():
+                for field in ("verdict", "speedup", "sol_score", "memory_ratio", "kernel_ms", "baseline_ms"):
+                    row[f"{proto}_{field}"] = r.get(field)
+            rows.append(row)
+        return pd.DataFrame(rows)
+
+
+def kernel_hash(source: str) -> str:
+    return hashlib.sha256(source.encode()).hexdigest()

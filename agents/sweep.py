@@ -1,0 +1,299 @@
+"""``python -m agents.sweep``: prompt models with KernelBench workloads, iterate on feedback, record it all.
+
+    python -m agents.sweep --models demo --device cpu --size small
+    python -m agents.sweep --models gpt,claude --levels 1,2 --strategies one_shot,input_blind --turns 3
+    python -m agents.sweep --models replay:path/to/kernels --turns 1
+    python -m agents.sweep --run-dir runs/NAME --resume
+
+The CLI is a thin layer over ``run_sweep(SweepConfig) -> RunSummary``. Model calls run concurrently
+on asyncio (bounded per provider by models.toml's ``concurrency``); builds and evaluations run on a
+``LocalExecutor``. The resolved config is saved as ``<run-dir>/config.json``; attempts are appended to
+``attempts.jsonl``; the summary goes to ``summary.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from datetime import datetime
+from pathlib import Path
+
+import problems as P
+
+from .config import EXECUTION_FIELDS, SweepConfig
+from .driver import Driver, SampleTask, read_errors
+from .executor import Executor, LocalExecutor
+from .progress import RunSummary, SweepProgress, print_summary, summarize
+from .store import RunStore
+
+
+class SweepError(Exception):
+    """A configuration problem the user can fix; the CLI prints it as one line and exits with 2."""
+
+
+# -- planning --------------------------------------------------------------------------------------
+
+def _demo_problems(config: SweepConfig) -> list[P.Problem]:
+    from .demo import SCRIPT
+
+    out = []
+    for level, number in sorted(SCRIPT):
+        if config.levels and level not in config.levels:
+            continue
+        try:
+            out.append(P.load(f"{level}/{number}", config.problems_dir))
+        except P.ProblemNotFound:
+            continue
+    return out
+
+
+def plan(config: SweepConfig, providers: dict[str, str] | None = None) -> list[SampleTask]:
+    """Every conversation of the sweep, in the order they are started. ``providers``: spec -> provider
+    for clients that did not come from ``agents.models.resolve`` (tests)."""
+    from .models import parse_spec, replay_inventory
+
+    explicit = P.select(ids=config.problems, problems_dir=config.problems_dir) if config.problems else None
+    tasks: list[SampleTask] = []
+    for model in config.models:
+        provider = (providers or {}).get(model) or parse_spec(model).provider
+        if explicit is not None:
+            pairs = [(p, s) for p in explicit for s in range(config.samples)]
+        elif provider == "replay":
+            pairs = []
+            for level, number, sample in replay_inventory(parse_spec(model).model):
+                if config.levels and level not in config.levels:
+                    continue
+                try:
+                    pairs.append((P.load(f"{level}/{number}", config.problems_dir), sample))
+                except P.ProblemNotFound:
+                    continue
+        elif provider == "demo":
+            pairs = [(p, s) for p in _demo_problems(config) for s in range(config.samples)]
+        else:
+            pairs = [(p, s) for p in P.select(levels=config.levels, problems_dir=config.problems_dir)
+                     for s in range(config.samples)]
+        for strategy in config.strategies:
+            tasks += [SampleTask(model, strategy, p, s) for p, s in pairs]
+    # Interleave samples last, so early results cover every problem once before any gets a second sample.
+    tasks.sort(key=lambda t: (t.sample, t.problem.level, t.problem.number))
+    return tasks
+
+
+def _default_run_dir(config: SweepConfig) -> Path:
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    models = "+".join(m.split(":")[-1].split("/")[-1][:24] for m in config.models)
+    return Path("runs") / f"{stamp}-{models}"
+
+
+def prepare(config: SweepConfig) -> tuple[SweepConfig, RunStore]:
+    """Resolve the config and open the run directory (or reload a run for --resume)."""
+    import prompts
+
+    if config.resume:
+        if config.run_dir is None:
+            raise SweepError("--resume needs --run-dir runs/NAME")
+        store = RunStore(config.run_dir)
+        saved = store.read_config()
+        if saved is None:
+            raise SweepError(f"{config.run_dir} has no config.json to resume")
+        # What the run measures comes from the saved config; only execution knobs may change.
+        overrides = {k: getattr(config, k) for k in EXECUTION_FIELDS if k in config.model_fields_set}
+        config = SweepConfig.model_validate({**saved, **overrides, "resume": True, "run_dir": str(config.run_dir)})
+    else:
+        config = config.resolved()
+        run_dir = Path(config.run_dir) if config.run_dir else _default_run_dir(config)
+        if (run_dir / "attempts.jsonl").exists() or (run_dir / "config.json").exists():
+            raise SweepError(f"{run_dir} already holds a run; add --resume to continue it, or pick another --run-dir")
+        config = config.model_copy(update={"run_dir": run_dir})
+        store = RunStore(run_dir)
+    for s in config.strategies:
+        prompts.load_strategy(s)  # unknown strategies fail before any work starts
+    try:
+        prompts.hardware_spec(config.hardware, config.backend or "cpu")
+    except ValueError as e:
+        raise SweepError(str(e)) from None
+    store.write_config(config)
+    return config, store
+
+
+def _resolve_clients(config: SweepConfig) -> tuple[dict, dict[str, str], dict[str, int]]:
+    from .models import DEFAULT_CACHE_DIR, load_config, parse_spec, resolve
+
+    models_cfg = load_config()
+    clients, resolved, limits = {}, {}, {}
+    for spec in config.models:
+        r = parse_spec(spec, models_cfg)
+        cache = DEFAULT_CACHE_DIR if config.response_cache and r.provider not in ("demo", "replay") else None
+        clients[spec] = resolve(spec, cache_dir=cache)
+        resolved[spec] = r.model
+        limits[r.provider] = models_cfg.provider(r.provider).concurrency \
+            if r.provider not in ("demo", "replay") else config.concurrency
+    return clients, resolved, limits
+
+
+# -- running ---------------------------------------------------------------------------------------
+
+def run_sweep(config: SweepConfig, *, executor: Executor | None = None, clients: dict | None = None) -> RunSummary:
+    """Run (or resume) a sweep to completion and return its summary. ``executor`` and ``clients`` are for
+    tests and other hosts; by default a LocalExecutor and ``agents.models.resolve`` are used."""
+    return asyncio.run(_run(config, executor=executor, clients=clients))
+
+
+async def _run(config: SweepConfig, *, executor: Executor | None, clients: dict | None) -> RunSummary:
+    started = time.monotonic()
+    if clients is None:
+        clients, resolved, limits = _resolve_clients(config)  # MissingCredentials surfaces before any work
+    else:
+        resolved = {k: getattr(c, "model", k) for k, c in clients.items()}
+        limits = {getattr(c, "provider", "unknown"): config.concurrency for c in clients.values()}
+    config, store = prepare(config)
+    tasks = plan(config, {k: getattr(c, "provider", "") for k, c in clients.items()})
+    own_executor = executor is None
+    if executor is None:
+        executor = LocalExecutor(config.device or "cpu", config.size or "small", gpus=config.gpus,
+                                 build_workers=config.build_workers, settings=config.eval_settings_obj(),
+                                 problems_dir=config.problems_dir, protocols=config.protocols)
+    semaphores = {prov: asyncio.Semaphore(n) for prov, n in limits.items()}
+    before = len(store.keys())
+    tally_protocol = config.stop_on if config.stop_on != "none" else config.protocols[-1]
+    progress = SweepProgress(len(tasks), enabled=config.progress, protocol=tally_protocol, executor=executor)
+    driver = Driver(config, store, executor, clients, semaphores=semaphores, resolved_models=resolved,
+                    on_attempt=progress.on_attempt,
+                    on_sample=lambda t, o: progress.on_sample(t, o, (driver._existing.get(t.prefix) or [None])[-1]))
+    progress.spend = driver.spend
+    gate = asyncio.Semaphore(config.concurrency)
+
+    async def one(task: SampleTask) -> str:
+        async with gate:
+            return await driver.run_sample(task)
+
+    async def ticker() -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            progress.refresh()
+
+    outcomes: list[str] = []
+    cancelled = False
+    try:
+        with progress:
+            tick = asyncio.create_task(ticker())
+            try:
+                outcomes = list(await asyncio.gather(*(one(t) for t in tasks)))
+            finally:
+                tick.cancel()
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        cancelled = True
+        raise
+    finally:
+        if own_executor:
+            executor.close(cancel=cancelled)
+        for c in clients.values():
+            try:
+                await c.aclose()
+            except Exception:  # noqa: BLE001
+                pass
+    attempts = store.attempts()
+    summary = RunSummary(
+        run_dir=str(store.dir), wall_s=time.monotonic() - started, attempts=len(attempts),
+        new_attempts=len(store.keys()) - before, errors=len(read_errors(store.dir)),
+        outcomes=dict(sorted({o: outcomes.count(o) for o in set(outcomes)}.items())),
+        cost_usd=sum(a.cost_usd or 0.0 for a in attempts), stopped_by_budget="budget" in outcomes,
+        rows=summarize(attempts, config.protocols),
+    )
+    (store.dir / "summary.json").write_text(summary.model_dump_json(indent=2))
+    return summary
+
+
+# -- CLI -------------------------------------------------------------------------------------------
+
+def _csv(text: str) -> list[str]:
+    return [x.strip() for x in text.split(",") if x.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="python -m agents.sweep", description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", type=_csv, help="comma-separated specs: gpt, claude, openai:<m>, anthropic:<m>, "
+                                                "openai-compatible:<m>@<url>, replay:<path>, demo")
+    ap.add_argument("--levels", type=lambda s: [int(x) for x in _csv(s)], help="e.g. 1,2")
+    ap.add_argument("--problems", type=_csv, help="ids, e.g. level1/19_ReLU,1/20")
+    ap.add_argument("--strategies", type=_csv, help="prompt strategies (default one_shot); see prompts/strategies/")
+    ap.add_argument("--samples", type=int)
+    ap.add_argument("--turns", type=int)
+    ap.add_argument("--stop-on", choices=["verified", "naive", "none"])
+    ap.add_argument("--protocols", type=_csv, help="default naive,verified")
+    ap.add_argument("--device", choices=["cuda", "cpu"])
+    ap.add_argument("--backend", choices=["cuda", "triton", "cpu"])
+    ap.add_argument("--size", choices=["small", "full"])
+    ap.add_argument("--gpus", type=int, help="evaluation workers (one per GPU)")
+    ap.add_argument("--build-workers", type=int)
+    ap.add_argument("--concurrency", type=int, help="conversations in flight")
+    ap.add_argument("--budget-usd", type=float)
+    ap.add_argument("--run-dir", type=Path)
+    ap.add_argument("--resume", action="store_true", default=None)
+    ap.add_argument("--problems-dir", type=Path)
+    ap.add_argument("--feedback", choices=["visible", "verdict_only"])
+    ap.add_argument("--hardware", help="spec sheet name for hardware_aware (H200, H100, A100, L40S, cpu)")
+    ap.add_argument("--max-tokens", type=int)
+    ap.add_argument("--temperature", type=float)
+    ap.add_argument("--reasoning-effort", choices=["none", "low", "medium", "high"])
+    ap.add_argument("--no-response-cache", dest="response_cache", action="store_false", default=None)
+    ap.add_argument("--eval-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="override a harness.EvalSettings field, e.g. verified_seconds_per_subject=2")
+    ap.add_argument("--progress", dest="progress", action="store_true", default=None)
+    ap.add_argument("--no-progress", dest="progress", action="store_false")
+    return ap
+
+
+def config_from_args(args: argparse.Namespace) -> SweepConfig:
+    data = {k: v for k, v in vars(args).items() if v is not None and k != "eval_set"}
+    if args.eval_set:
+        settings = {}
+        for item in args.eval_set:
+            key, _, value = item.partition("=")
+            try:
+                settings[key] = float(value) if "." in value or "e" in value.lower() else int(value)
+            except ValueError:
+                settings[key] = {"true": True, "false": False}.get(value.lower(), value)
+        data["eval_settings"] = settings
+    if args.resume and not args.models:
+        data["models"] = ["(from config.json)"]
+    return SweepConfig(**data)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from pydantic import ValidationError
+
+    from .models import MissingCredentials, ProviderError
+
+    args = build_parser().parse_args(argv)
+    if not args.models and not args.resume:
+        print("error: --models is required (e.g. --models demo, or --models replay:PATH)", file=sys.stderr)
+        return 2
+    try:
+        config = config_from_args(args)
+        if config.resume:
+            saved = RunStore(config.run_dir).read_config() if config.run_dir else None
+            if saved is None:
+                raise SweepError(f"nothing to resume in {config.run_dir}")
+            config = config.model_copy(update={"models": saved["models"]})
+        summary = run_sweep(config)
+    except MissingCredentials as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except (SweepError, ProviderError, ValidationError, LookupError) as e:
+        msg = str(e).strip().splitlines()
+        print(f"error: {msg[0] if len(msg) == 1 else ' '.join(m.strip() for m in msg)}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; continue with --resume", file=sys.stderr)
+        return 130
+    saved = RunStore(summary.run_dir).read_config() or {}
+    print_summary(summary, saved.get("protocols", ["naive", "verified"]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
