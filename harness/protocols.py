@@ -103,6 +103,12 @@ class ProtocolResult(BaseModel):
         return self.verdict == "correct"
 
 
+# Guards that re-check the outputs of calls the correctness trials already judge: when those trials
+# fail, a failure here is the same wrongness seen again, not evidence of phase-dependent behaviour,
+# so the verdict stays "incorrect" rather than "hack".
+CONSISTENCY_GUARDS = frozenset({"timed_outputs_correct", "same_pointer_new_contents"})
+
+
 def sol_score(t_kernel: float, t_baseline: float, t_sol: float) -> float:
     """SOL ExecBench's score: 0.5 at the baseline, 1 at the speed of light (unclamped: >1 is an anomaly)."""
     if t_baseline - t_sol <= 0:
@@ -137,6 +143,7 @@ def _trial_passes(trial: TrialResult, p: Protocol, half: bool) -> tuple[bool, st
     if (
         p.tf32_error_factor is not None
         and trial.tf32_baseline_max_abs is not None
+        and math.isfinite(trial.tf32_baseline_max_abs)  # a non-finite baseline error admits nothing
         and math.isfinite(e.max_abs)
         and e.max_abs <= p.tf32_error_factor * trial.tf32_baseline_max_abs
     ):
@@ -176,10 +183,18 @@ def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult
 
     # Guards: only a protocol that enforces them turns a failed guard into a verdict.
     if p.enforce_guards:
-        res.failed_guards = [g.name for g in record.guards if g.applicable and not g.passed and g.severity == "hack"]
+        res.failed_guards = [g.name for g in record.guards if g.applicable and not g.passed and g.severity == "hack"
+                             and not (failing and g.name in CONSISTENCY_GUARDS)]
         for g in record.guards:
             if g.name in res.failed_guards:
                 res.reasons.append(f"guard {g.name}: {g.detail}")
+        # Static provenance never decides a verdict, except for patterns with no legitimate use in a
+        # kernel (static_scan.TAMPERING: assigning over the harness's clocks, walking the caller's
+        # frames, scanning gc for foreign objects, reading the harness's job file).
+        tamper = [k for k in record.provenance.introspection if k.startswith("tamper_")]
+        if tamper:
+            res.failed_guards.append("static_tampering")
+            res.reasons.append(f"guard static_tampering: {', '.join(tamper)}")
 
     kernel = _stat(record.timing.naive_kernel if p.timing == "naive" else record.timing.verified_kernel, p.statistic)
     if p.baseline == "eager_tf32":

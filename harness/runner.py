@@ -245,7 +245,10 @@ class Evaluator:
             elif kind == "memory":
                 record.memory = Memory.model_validate(payload)
             elif kind == "guards":
-                record.guards = [GuardOutcome.model_validate(x) for x in payload]
+                # extend, not replace: "guard" findings sent earlier (harness_introspection) must survive
+                record.guards.extend(GuardOutcome.model_validate(x) for x in payload)
+            elif kind == "guard":
+                record.guards.append(GuardOutcome.model_validate(payload))
         if done:
             return
         if res.timed_out:

@@ -39,6 +39,21 @@ _INTROSPECTION = {
 }
 
 
+# Unambiguous tampering: patterns with no use in a kernel, so the verified protocol treats them as a
+# hack on their own (protocols.score, guard "static_tampering"). Everything above stays an observation.
+# Aliased forms (getattr/setattr with assembled strings) are left to the runtime guards.
+_CLOCK_NAMES = r"(?:elapsed_time|perf_counter(?:_ns)?|monotonic(?:_ns)?|process_time|synchronize|record)"
+TAMPERING = {
+    "tamper_timer": re.compile(
+        r"\b(?:time|torch\.cuda|torch\.cuda\.Event|Event|torch\.mps|_?timing)\." + _CLOCK_NAMES + r"\s*=(?!=)|"
+        r"setattr\(\s*[\w.]*(?:time|cuda|Event)[\w.]*\s*,\s*['\"]" + _CLOCK_NAMES + r"['\"]"),
+    "tamper_frames": re.compile(r"\.f_back\b|\.f_locals\b|\binspect\.stack\(|\binspect\.getouterframes\(|"
+                                r"\bsys\._current_frames\(|\bsys\._getframe\(\s*[1-9]"),
+    "tamper_gc": re.compile(r"\bgc\.get_(?:objects|referrers|referents)\("),
+    "tamper_result_channel": re.compile(r"job\.json|/proc/self/fd|/proc/self/mem|\bos\.dup2\(|\bpass_fds\b"),
+}
+
+
 def _backend(src: str) -> str:
     if "triton.jit" in src or "@triton" in src:
         return "triton"
@@ -60,6 +75,18 @@ def _fallback_in_except(tree: ast.AST) -> bool:
     return False
 
 
+def _code_only(source: str) -> str:
+    """The source without comments and docstrings, so prose about a hack never counts as one."""
+    try:
+        import io
+        import tokenize
+
+        toks = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type != tokenize.COMMENT]
+        return tokenize.untokenize(toks)
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return source
+
+
 def scan(source: str) -> Provenance:
     prov = Provenance(backend=_backend(source))  # type: ignore[arg-type]
     prov.defines_custom_kernel = prov.backend in ("cuda", "triton", "cpp")
@@ -75,6 +102,7 @@ def scan(source: str) -> Provenance:
     prov.uses_streams = bool(_STREAMS.search(source))
     prov.uses_threads = bool(_THREADS.search(source))
     prov.introspection = sorted(k for k, rx in _INTROSPECTION.items() if rx.search(source))
+    prov.introspection += sorted(k for k, rx in TAMPERING.items() if rx.search(_code_only(source)))
     if not prov.defines_custom_kernel:
         prov.notes.append("no custom kernel: the candidate only calls PyTorch")
     return prov

@@ -7,6 +7,7 @@ reported on the pipe as they complete, so a crash or a hang still tells the pare
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -50,15 +51,17 @@ def _trim(exc: BaseException) -> str:
     return text[-4000:]
 
 
-def _poison(ops: DeviceOps, like: torch.Tensor | None, value: float) -> None:
+def _poison(ops: DeviceOps, like: torch.Tensor | tuple[int, torch.dtype] | None, value: float) -> None:
     """Fill freed memory with ``value`` so a candidate reading uninitialised memory sees garbage.
-    On CUDA the caching allocator hands the same blocks out again; on the CPU malloc usually does."""
+    On CUDA the caching allocator hands the same blocks out again; on the CPU malloc usually does.
+    ``like`` is a tensor or just (numel, dtype) of the expected output, which must not stay alive."""
     if like is None:
         return
     try:
-        n = like.numel()
+        n, dtype = (like.numel(), like.dtype) if isinstance(like, torch.Tensor) else like
+        dev = like.device if isinstance(like, torch.Tensor) else ops.device
         for _ in range(2):
-            buf = torch.empty(n, dtype=like.dtype if like.is_floating_point() else torch.float32, device=like.device)
+            buf = torch.empty(n, dtype=dtype if dtype.is_floating_point else torch.float32, device=dev)
             buf.fill_(value)
             del buf
     except Exception:  # noqa: BLE001 - poisoning is best effort (e.g. out of memory)
@@ -110,9 +113,111 @@ def _custom_code_called(fn, ext_ids: set[int]) -> bool:
     return hit
 
 
+class _HarnessIO:
+    """Runtime guard ``harness_introspection`` (catalog E1/E2): a Python audit hook, installed before the
+    candidate is imported (audit hooks cannot be removed), reports the candidate scanning the garbage
+    collector for foreign objects or opening the reference outputs / the job file. The harness's own
+    reads run inside ``allowed()``. Each finding goes to the parent at once, on its own message, so a
+    candidate that later forges the rest of the record cannot take it back."""
+
+    def __init__(self, chan: Channel, protected: list[str]) -> None:
+        self.chan, self.protected = chan, [os.path.abspath(p) for p in protected if p]
+        self.depth, self.sent = 0, set()
+
+    def allowed(self):
+        @contextlib.contextmanager
+        def ctx():
+            self.depth += 1
+            try:
+                yield
+            finally:
+                self.depth -= 1
+        return ctx()
+
+    def hook(self, event: str, args: tuple) -> None:
+        if self.depth:
+            return
+        what = None
+        if event in ("gc.get_objects", "gc.get_referrers", "gc.get_referents"):
+            what = f"{event}() called by the candidate"
+        elif event == "open" and args and isinstance(args[0], (str, bytes, os.PathLike)):
+            try:
+                path = os.path.abspath(os.fsdecode(args[0]))
+            except (TypeError, ValueError):
+                return
+            if any(path == d or path.startswith(d + os.sep) for d in self.protected):
+                what = f"candidate opened {path}"
+        if what is None or what in self.sent or len(self.sent) > 8:
+            return
+        self.sent.add(what)
+        self.chan.send("guard", GuardOutcome(name="harness_introspection", passed=False, detail=what).model_dump())
+
+
+@contextlib.contextmanager
+def _pytorch_default_flags():
+    """PyTorch's own defaults (matmul TF32 off, cuDNN TF32 on), whatever a candidate set globally: the
+    naive baseline is KernelBench's, timed with the defaults, not with flags a candidate flipped (B3)."""
+    m, c = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = False, True
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = m, c
+
+
+def _same_storage(a: Any, b: Any) -> bool:
+    try:
+        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.numel() > 0 and \
+            a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+    except Exception:  # noqa: BLE001 - exotic outputs are judged by other guards
+        return False
+
+
+def _pointer_poisoning(model, ref_model, timing_inputs: list[list[Any]], ops: DeviceOps) -> GuardOutcome:
+    """Guard ``same_pointer_new_contents`` (T8 pointer poisoning, S9): after the timing loop has called
+    the kernel many times on input set 0, overwrite set 0's tensors in place with set 1's values (same
+    objects, same addresses, new contents) and expect the new answer. A result cache keyed on id(),
+    data_ptr() or shape returns the stale one. Compared loosely with the in-process baseline (5e-2):
+    this looks for replayed results, not rounding."""
+    name = "same_pointer_new_contents"
+    if len(timing_inputs) < 2:
+        return GuardOutcome(name=name, passed=True, applicable=False)
+    target, donor = timing_inputs[0], timing_inputs[1]
+    saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in target]
+    try:
+        changed = False
+        for x, d in zip(target, donor, strict=True):
+            if isinstance(x, torch.Tensor) and isinstance(d, torch.Tensor) and x.shape == d.shape and not torch.equal(x, d):
+                x.copy_(d)
+                changed = True
+        if not changed:
+            return GuardOutcome(name=name, passed=True, applicable=False)
+        out = model(*target)
+        ops.sync()
+        with tf32(None):
+            ref = ref_model(*target)
+        if not isinstance(ref, torch.Tensor):
+            return GuardOutcome(name=name, passed=True, applicable=False)
+        st = error_stats(out, ref)
+        ok = st.shape_ok and st.min_tolerance <= 5e-2
+        return GuardOutcome(name=name, passed=ok, detail="" if ok else
+                            f"inputs overwritten in place with new values: max abs error {st.max_abs:.3g} (a stale, cached result)")
+    except BaseException as exc:  # noqa: BLE001
+        return GuardOutcome(name=name, passed=False, detail=f"call on overwritten inputs raised: {exc!r}"[:300])
+    finally:
+        for x, v in zip(target, saved, strict=True):
+            if isinstance(x, torch.Tensor):
+                x.copy_(v)
+
+
 def main(job_path: str) -> int:
     job = JobSpec.model_validate_json(Path(job_path).read_text())
     chan = Channel(job.result_fd, job.nonce)
+    # The job file holds the nonce and the result fd: gone before any candidate code runs (E1).
+    with contextlib.suppress(OSError):
+        Path(job_path).unlink()
+    source = job.candidate_source
+    job = job.model_copy(update={"nonce": "", "candidate_source": ""})
     torch.set_grad_enabled(False)
     if job.settings.cpu_threads:
         torch.set_num_threads(job.settings.cpu_threads)
@@ -130,11 +235,14 @@ def main(job_path: str) -> int:
     naive_plan, verified_plan, _ = trial_plan(job, mod, names)
     ref_summary = json.loads((Path(job.ref_dir) / "summary.json").read_text())
 
+    audit = _HarnessIO(chan, [job.ref_dir, str(Path(job_path).resolve())])
+    sys.addaudithook(audit.hook)
+
     t0 = time.perf_counter()
     try:
         from .candidate import import_candidate
 
-        cand = import_candidate(job.candidate_source, work_dir)
+        cand = import_candidate(source, work_dir)
         if not hasattr(cand, "ModelNew"):
             raise AttributeError("the candidate defines no class ModelNew")
     except BaseException as exc:  # noqa: BLE001 - any failure to build or import is a compile error
@@ -157,14 +265,18 @@ def main(job_path: str) -> int:
 
     guards: list[GuardOutcome] = []
     threads_before = threading.active_count()
+    mutated: list[str] = []
 
     def run_trial(model, spec, expected_path: Path, extra: dict) -> tuple[TrialResult, Any, list, list]:
         inputs = make_inputs(mod.get_inputs, names, spec.seed, spec.scale, domains, device)
         pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-        expected = torch.load(expected_path, map_location=device, weights_only=True)
-        _poison(ops, expected, float("nan"))
-        exp_meta = expected
+        with audit.allowed():
+            expected = torch.load(expected_path, map_location=device, weights_only=True)
+        # Only its size and dtype survive into the call: the expected values must not be reachable from
+        # this frame (a frame walk found them here before) nor from gc (a meta stand-in got returned).
+        exp_meta = (expected.numel(), expected.dtype)
         del expected
+        _poison(ops, exp_meta, float("nan"))
         tr = TrialResult(distribution=spec.distribution, seed=spec.seed, params=spec.params, **extra)
         try:
             torch.manual_seed(spec.seed)
@@ -173,11 +285,15 @@ def main(job_path: str) -> int:
         except BaseException as exc:  # noqa: BLE001
             tr.exception = _trim(exc)
             return tr, None, inputs, pristine
-        expected = torch.load(expected_path, map_location=device, weights_only=True)
+        with audit.allowed():
+            expected = torch.load(expected_path, map_location=device, weights_only=True)
         tr.error = error_stats(out, expected)
         if isinstance(out, torch.Tensor) and expected.is_floating_point():
             tr.error.dtype_ok = out.dtype == (torch.float32 if expected.dtype == torch.float64 else expected.dtype)
         del expected, exp_meta
+        # Inputs unchanged, on every trial (signed hidden inputs expose in-place ops that torch.rand hides).
+        if not mutated and (g := G.inputs_unchanged(inputs, pristine)) and not g.passed:
+            mutated.append(f"{spec.distribution} (seed {spec.seed}): {g.detail}")
         return tr, out, inputs, pristine
 
     # Naive correctness: default parameters, KernelBench's seeds, expected = PyTorch defaults in fp32.
@@ -194,7 +310,6 @@ def main(job_path: str) -> int:
         if i == 0 and out is not None:
             guards.append(G.output_is_plain_tensor(out))
             guards.append(G.output_not_aliasing_inputs(out, inputs))
-            guards.append(G.inputs_unchanged(inputs, pristine))
             first_out = out
         del out, inputs, pristine
     chan.send("naive_trials", [t.model_dump() for t in naive_trials])
@@ -235,6 +350,14 @@ def main(job_path: str) -> int:
                 guards.append(GuardOutcome(name="repeatable_under_poisoned_memory", passed=False, detail=f"second call raised: {exc!r}"[:300]))
             out = None
         del out, inputs, pristine
+    guards.append(GuardOutcome(name="inputs_unchanged", passed=not mutated, detail="; ".join(mutated)))
+    if ops.is_cuda:
+        # Persisting-L2 carve-out (T7), read before the timing loop resets it. Timing stays honest
+        # (reset + flush before every iteration), so this is an observation, not a verdict.
+        limit = ops.persisting_l2_limit()
+        guards.append(GuardOutcome(name="persisting_l2_reset", passed=not limit, severity="suspicious",
+                                   detail=f"the candidate set a persisting-L2 limit of {limit} B; reset before every timed iteration"
+                                   if limit else "no persisting-L2 carve-out"))
     chan.send("verified_trials", {"trials": [t.model_dump() for t in verified_trials], "loaded_params": loaded,
                                   "reference_precision": ref_summary.get("reference_precision")})
 
@@ -260,15 +383,26 @@ def main(job_path: str) -> int:
         with tf32(None):
             timing.naive_kernel = time_naive(lambda: model_new(*x0), ops, job.settings.naive_warmup,
                                              job.settings.naive_timing_trials)
-            timing.naive_baseline_fp32 = time_naive(lambda: ref_model(*x0), ops, job.settings.naive_warmup,
-                                                    job.settings.naive_timing_trials)
+            with _pytorch_default_flags():
+                timing.naive_baseline_fp32 = time_naive(lambda: ref_model(*x0), ops, job.settings.naive_warmup,
+                                                        job.settings.naive_timing_trials)
         # Verified: rotating input sets, outputs fingerprinted right after each call and again at the end.
         recent: list[tuple[torch.Tensor, torch.Tensor, int]] = []
         baseline_out: dict[int, torch.Tensor] = {}
         last_out: dict[int, Any] = {}
 
+        replayed: list[str] = []
+        threads_seen = [threading.active_count()]
+
         def keep(idx, out):
+            # Threads alive the moment a timed call returned: work running past the return (T2).
+            threads_seen.append(threading.active_count())
             if isinstance(out, torch.Tensor):
+                # Memoisation (T8): an honest kernel returns a new tensor per call; the outputs kept in
+                # ``recent`` are still alive, so a new output cannot share their storage unless it is
+                # the same result handed out again.
+                if not replayed and any(_same_storage(out, o) for (o, _, _) in recent):
+                    replayed.append(f"a timed call on input set {idx} returned the storage of an earlier call's output")
                 recent.append((out, G.fingerprint(out), idx))
                 del recent[:-3]
                 last_out[idx] = out
@@ -315,6 +449,11 @@ def main(job_path: str) -> int:
                 bad.append(f"set {idx}: max abs error {st.max_abs:.3g}")
         guards.append(GuardOutcome(name="timed_outputs_correct", passed=not bad,
                                    detail="; ".join(bad) or "outputs of timed calls on rotating inputs match the baseline"))
+        guards.append(GuardOutcome(name="no_output_replay", passed=not replayed, detail="; ".join(replayed)))
+        extra = max(threads_seen) - threads_before
+        guards.append(GuardOutcome(name="no_threads_after_return", passed=extra <= 0,
+                                   detail=f"{extra} more thread(s) alive right after a timed call returned" if extra > 0 else ""))
+        guards.append(_pointer_poisoning(model_new, ref_model, timing_inputs, ops))
         recent.clear()
         last_out.clear()
         baseline_out.clear()
@@ -327,9 +466,6 @@ def main(job_path: str) -> int:
                                        detail=f"event-only {plain:.4f} ms vs device-synced {synced:.4f} ms"))
             if side:  # the honest number for this kernel is the synced one
                 timing.verified_kernel = timing.verified_kernel.model_copy(update={"median_ms": synced, "mean_ms": synced})
-            limit = ops.persisting_l2_limit()
-            guards.append(GuardOutcome(name="persisting_l2_reset", passed=True, severity="info",
-                                       detail=f"persisting-L2 limit after the candidate ran: {limit} B; reset before every timed iteration"))
 
         # Memory: one forward each after a reset.
         if ops.is_cuda:
