@@ -27,7 +27,6 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -65,24 +64,6 @@ class Executor(ABC):
 
     def __exit__(self, *exc: Any) -> None:
         self.close(cancel=exc[0] is not None)
-
-
-def failed_build_evaluation(source: str, problem: Any, size: str, device: str, seconds: float, error: str,
-                            protocols: Sequence[str] | None = None):
-    """The Evaluation of a candidate whose build failed, as ``Evaluator.measure`` would record it."""
-    import harness
-    from harness.candidate import source_hash
-    from harness.static_scan import scan
-
-    record = harness.MeasurementRecord(candidate_hash=source_hash(source), problem_id=problem.id, size=size,
-                                       device=device, created_at=datetime.now(UTC).isoformat(),
-                                       problem_flags=[f.kind for f in problem.meta.flags])
-    record.provenance = scan(source)
-    record.build_seconds = seconds
-    record.status = "timeout" if "exceeded" in error else "compile_error"
-    record.failed_phase, record.error = "build", error[-4000:]
-    record.eval_seconds = seconds
-    return harness.Evaluation(record=record, results=harness.score_all(record, list(protocols) if protocols else None))
 
 
 class LocalExecutor(Executor):
@@ -167,7 +148,7 @@ class LocalExecutor(Executor):
             ev.close()
 
     # -- internals --------------------------------------------------------------------------------
-    def _build(self, source: str) -> tuple[bool, float, str, bool]:
+    def _build(self, source: str):
         with self._lock:
             self._stats.queued_builds -= 1
             self._stats.building += 1
@@ -187,13 +168,11 @@ class LocalExecutor(Executor):
         if exc is not None:
             result.set_exception(exc)
             return
-        ok, seconds, error, cached = build.result()
-        if not ok:
+        built = build.result()
+        if not built.ok:
+            # A failed build needs no GPU: record it here, through the evaluator, without queueing.
             try:
-                import problems
-
-                problem = problems.load(problem_id, self.problems_dir)
-                ev = failed_build_evaluation(source, problem, self.size, self.device, seconds, error, self.protocols)
+                ev = self._builder.evaluate(source, problem_id, self.protocols, build=built)
             except BaseException as e:  # noqa: BLE001
                 result.set_exception(e)
                 return
@@ -204,7 +183,7 @@ class LocalExecutor(Executor):
             return
         with self._lock:
             self._stats.queued_evals += 1
-        self._queue.put((source, problem_id, result, seconds, cached))
+        self._queue.put((source, problem_id, result, built))
 
     def _worker(self, index: int) -> None:
         evaluator = self._evaluators[index]
@@ -212,7 +191,7 @@ class LocalExecutor(Executor):
             item = self._queue.get()
             if item is None:
                 return
-            source, problem_id, result, build_seconds, build_cached = item
+            source, problem_id, result, built = item
             with self._lock:
                 self._stats.queued_evals -= 1
                 self._stats.evaluating += 1
@@ -221,10 +200,7 @@ class LocalExecutor(Executor):
                     self._stats.evaluating -= 1
                 continue
             try:
-                ev = evaluator.evaluate(source, problem_id, self.protocols)
-                # The evaluator found the build cached; keep the real build time in the record.
-                if ev.record.build_cached and not ev.record.build_seconds:
-                    ev.record.build_seconds, ev.record.build_cached = build_seconds, build_cached
+                ev = evaluator.evaluate(source, problem_id, self.protocols, build=built)
             except BaseException as e:  # noqa: BLE001 - a harness failure belongs to this future only
                 result.set_exception(e)
             else:

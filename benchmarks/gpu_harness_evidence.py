@@ -47,8 +47,8 @@ def main() -> int:
     sources = {f: (EX / f).read_text() for _, f, _, _ in KERNELS}
     with ThreadPoolExecutor(len(KERNELS)) as pool:  # builds in parallel, before any timing
         builds = list(pool.map(lambda s: evs["full"].build(s), sources.values()))
-    for (label, f, _, _), (ok, secs, err, cached) in zip(KERNELS, builds, strict=True):
-        print(f"build {label}: ok={ok} {secs:.0f}s cached={cached} {err[-300:]}", flush=True)
+    for (label, _, _, _), b in zip(KERNELS, builds, strict=True):
+        print(f"build {label}: ok={b.ok} {b.seconds:.0f}s cached={b.cached} {b.error[-300:]}", flush=True)
     for ev in evs.values():  # share the one build cache
         ev.cache_dir = evs["full"].cache_dir
     rows: list[dict] = []

@@ -21,7 +21,15 @@ from problems.domains import Domain
 from problems.module import exec_source, forward_arg_names
 
 from .compare import error_stats
-from .inputs import KERNELBENCH_SEED, TrialSpec, floating_args, load_matching, make_inputs, perturbed_parameters, plan_trials
+from .inputs import (
+    KERNELBENCH_SEED,
+    TrialSpec,
+    floating_args,
+    load_matching,
+    make_inputs,
+    perturbed_parameters,
+    plan_trials,
+)
 from .job import JobSpec
 
 
@@ -45,15 +53,22 @@ def build_model(mod, device: str) -> torch.nn.Module:
     return mod.Model(*init).to(device)
 
 
-def trial_plan(job: JobSpec, mod, names: list[str]) -> tuple[list[TrialSpec], list[TrialSpec], int]:
-    """Both processes call this, so they agree on trials. Fewer ordinary trials when outputs are huge."""
+def _shape_meta(out) -> dict:
+    """What the candidate process needs to know of an expected output before loading it: its size."""
+    if not isinstance(out, torch.Tensor):
+        return {}
+    return {"numel": out.numel(), "dtype": str(out.dtype).removeprefix("torch.")}
+
+
+def trial_plan(job: JobSpec, mod, names: list[str]) -> tuple[list[TrialSpec], list[TrialSpec]]:
+    """Both processes call this, so they agree on trials (the reference may then skip some when outputs are huge)."""
     domains = {k: Domain(v) for k, v in job.domains.items()}
     with torch.device("meta"):
         meta_inputs = list(mod.get_inputs())
     fargs = floating_args(meta_inputs, names)
     naive, verified = plan_trials(job.settings.naive_trials, job.settings.verified_base_trials,
                                   job.fresh_seeds, domains, fargs)
-    return naive, verified, 0
+    return naive, verified
 
 
 def _run(model, inputs, seed):
@@ -96,7 +111,7 @@ def main(job_path: str) -> int:
     mod = exec_source(job.problem_source, f"<{job.problem_id}>")
     names = forward_arg_names(mod)
     domains = {k: Domain(v) for k, v in job.domains.items()}
-    naive, verified, _ = trial_plan(job, mod, names)
+    naive, verified = trial_plan(job, mod, names)
     device = job.device
 
     model = build_model(mod, device)
@@ -112,7 +127,8 @@ def main(job_path: str) -> int:
             break  # keep at least one trial; the record shows how many ran
         torch.save(out.detach().cpu() if isinstance(out, torch.Tensor) else out, out_dir / f"naive_{i}.pt")
         written += nbytes
-        summary["naive"].append({"seed": t.seed, "nonfinite": bool(isinstance(out, torch.Tensor) and not torch.isfinite(out).all())})
+        summary["naive"].append({"seed": t.seed, "nonfinite": bool(isinstance(out, torch.Tensor) and not torch.isfinite(out).all()),
+                                 **_shape_meta(out)})
         del out, inputs
 
     # Verified: perturbed parameters, exact reference, TF32 baseline error on the same inputs.
@@ -161,7 +177,7 @@ def main(job_path: str) -> int:
             "seed": t.seed, "distribution": t.distribution, "nonfinite": nonfinite,
             "tf32_max_abs": stats.max_abs if stats else None,
             "tf32_min_tolerance": stats.min_tolerance if stats else None,
-            "dtype": str(exact.dtype).removeprefix("torch."),
+            **_shape_meta(exact),
         })
         del exact, fast, inputs
     summary["n_base_planned"] = len(base_trials)

@@ -18,6 +18,7 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -32,6 +33,16 @@ from .sandbox import run_module
 from .static_scan import scan
 
 DEFAULT_CACHE = Path(os.environ.get("KV_CACHE_DIR", Path.home() / ".cache" / "kernelverify"))
+
+
+class BuildResult(NamedTuple):
+    """Outcome of compiling one candidate (``Evaluator.build``); unpacks as (ok, seconds, error, cached)."""
+
+    ok: bool
+    seconds: float
+    error: str
+    cached: bool
+    timed_out: bool = False
 
 
 class Evaluation(BaseModel):
@@ -88,12 +99,12 @@ class Evaluator:
         d.mkdir(parents=True, exist_ok=True)
         return d
 
-    def build(self, source: str) -> tuple[bool, float, str, bool]:
-        """Compile a candidate in its own process. Returns (ok, seconds, error, was_cached)."""
+    def build(self, source: str) -> BuildResult:
+        """Compile a candidate in its own process."""
         ext = self.extensions_dir(source)
         marker = ext / ".built-ok"
         if marker.exists():
-            return True, 0.0, "", True
+            return BuildResult(True, 0.0, "", True)
         work = Path(tempfile.mkdtemp(prefix="build-", dir=self._tmp_root))
         src_path = work / "candidate_src.py"
         src_path.write_text(source)
@@ -101,12 +112,12 @@ class Evaluator:
                          timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes)
         shutil.rmtree(work, ignore_errors=True)
         if res.timed_out:
-            return False, res.seconds, f"build exceeded {self.settings.build_timeout_s:.0f} s", False
+            return BuildResult(False, res.seconds, f"build exceeded {self.settings.build_timeout_s:.0f} s", False, True)
         if res.returncode != 0:
             err = res.stderr_tail or res.stdout_tail or f"build process ended with {res.signal_name or res.returncode}"
-            return False, res.seconds, err, False
+            return BuildResult(False, res.seconds, err, False)
         marker.write_text(datetime.now(UTC).isoformat())
-        return True, res.seconds, "", False
+        return BuildResult(True, res.seconds, "", False)
 
     # -- reference ----------------------------------------------------------------------------------
     def _problem(self, problem_id: str) -> P.Problem:
@@ -138,9 +149,12 @@ class Evaluator:
             return self._refs[problem.id]
 
     # -- evaluation ---------------------------------------------------------------------------------
-    def evaluate(self, source: str, problem_id: str, protocols: list[str | Protocol] | None = None) -> Evaluation:
+    def evaluate(self, source: str, problem_id: str, protocols: list[str | Protocol] | None = None,
+                 build: BuildResult | None = None) -> Evaluation:
+        """Measure and score. ``build``: the result of an ``Evaluator.build`` already run for this source
+        (a pool builds ahead of evaluation); without it the build runs here, or hits the cache."""
         problem = self._problem(problem_id)
-        record = self.measure(source, problem)
+        record = self.measure(source, problem, build)
         chosen = protocols or list(PROTOCOLS)
         results = {}
         for p in chosen:
@@ -148,17 +162,17 @@ class Evaluator:
             results[r.protocol] = r
         return Evaluation(record=record, results=results)
 
-    def measure(self, source: str, problem: P.Problem) -> MeasurementRecord:
+    def measure(self, source: str, problem: P.Problem, build: BuildResult | None = None) -> MeasurementRecord:
         started = time.perf_counter()
         record = MeasurementRecord(candidate_hash=source_hash(source), problem_id=problem.id, size=self.size,
                                    device=self.device, created_at=datetime.now(UTC).isoformat(),
                                    problem_flags=[f.kind for f in problem.meta.flags])
         record.provenance = scan(source)
-        ok, secs, err, cached = self.build(source)
-        record.build_seconds, record.build_cached = secs, cached
-        if not ok:
-            record.status = "timeout" if "exceeded" in err else "compile_error"
-            record.failed_phase, record.error = "build", err[-4000:]
+        built = build or self.build(source)
+        record.build_seconds, record.build_cached = built.seconds, built.cached
+        if not built.ok:
+            record.status = "timeout" if built.timed_out else "compile_error"
+            record.failed_phase, record.error = "build", built.error[-4000:]
             record.eval_seconds = time.perf_counter() - started
             return record
 
