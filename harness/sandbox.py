@@ -30,8 +30,23 @@ def _try_unshare_network() -> bool:
         return False
 
 
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """The child runs in its own session (so it can be killed as a group); without this, a sweep killed
+    with SIGKILL would leave its builds and evaluations running as orphans. Linux only; best effort.
+    (The signal follows the thread that started the child, which waits on it until it ends.)"""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except Exception:  # noqa: BLE001
+        pass
+
+
 def _preexec(max_file_bytes: int, isolate_network: bool):
     def run() -> None:
+        _die_with_parent()
         resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if isolate_network:

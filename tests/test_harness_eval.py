@@ -143,3 +143,41 @@ def test_cli_rejects_unknown_problem_with_one_line(tmp_path):
                          capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 2
     assert "Traceback" not in out.stderr and "no problem" in out.stderr
+
+
+def test_children_die_with_the_evaluating_process(tmp_path):
+    """A sweep killed with SIGKILL must not leave candidate processes running as orphans."""
+    import os
+    import signal
+
+    marker = tmp_path / "child.pid"
+    script = tmp_path / "parent.py"
+    script.write_text(
+        "import sys, pathlib\n"
+        f"sys.path.insert(0, {str(ROOT)!r})\n"
+        "from harness.sandbox import run_module\n"
+        f"d = pathlib.Path({str(tmp_path)!r})\n"
+        "(d / 'sleeper.py').write_text("
+        f"\"import os, time, pathlib; pathlib.Path({str(marker)!r}).write_text(str(os.getpid())); time.sleep(600)\")\n"
+        "run_module('sleeper', [], cwd=d, env={'PYTHONPATH': str(d)}, timeout_s=600, max_file_bytes=2**20)\n"
+    )
+    parent = subprocess.Popen([sys.executable, str(script)])
+    deadline = time.time() + 60
+    while not marker.exists() and time.time() < deadline:
+        time.sleep(0.2)
+    child = int(marker.read_text())
+    parent.send_signal(signal.SIGKILL)
+    parent.wait()
+    for _ in range(50):
+        try:
+            os.kill(child, 0)
+        except ProcessLookupError:
+            return
+        try:  # a zombie reparented to us (pid 1 in containers) counts as dead
+            if open(f"/proc/{child}/stat").read().split()[2] == "Z":
+                return
+        except OSError:
+            return
+        time.sleep(0.2)
+    os.kill(child, signal.SIGKILL)
+    raise AssertionError("the child outlived its killed parent")
