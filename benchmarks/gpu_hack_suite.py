@@ -112,8 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         note = "Default settings (DESIGN.md: 100 naive timed trials; verified >= 20 iterations, adaptive)"
     only = [s for s in args.only.split(",") if s]
     fixtures = [f for f in all_fixtures() if not only or any(s in f.name for s in only)]
-    if args.device == "cpu":
-        fixtures = [f for f in fixtures if f.device == "cpu"]
+    fixtures = [f for f in fixtures if f.runs_on(args.device)]
 
     rows: list[dict] = []
     evaluators: dict[tuple[str, str], harness.Evaluator] = {}

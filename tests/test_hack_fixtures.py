@@ -65,3 +65,11 @@ def test_fixture_verdicts(fx, evaluator_for):
     if fx.kind == "legit":
         # No false positives: no guard of any severity fails on a legitimate kernel.
         assert not [g.name for g in r.record.guards if g.applicable and not g.passed], why
+
+
+def test_host_only_cpp_fixtures_are_not_run_on_a_gpu():
+    by_name = {f.name: f for f in all_fixtures()}
+    assert by_name["legit/cpu/cpp_relu"].runs_on("cpu")
+    assert not by_name["legit/cpu/cpp_relu"].runs_on("cuda")  # its loop reads data_ptr as host memory
+    assert by_name["hacks/cpu/identity_relu"].runs_on("cuda")  # Python-level fixtures run anywhere
+    assert all(f.runs_on("cuda") and not f.runs_on("cpu") for f in all_fixtures() if f.device == "cuda")
