@@ -142,6 +142,8 @@ class MeasurementRecord(BaseModel):
     build_seconds: float | None = None
     build_cached: bool = False
     eval_seconds: float | None = None
+    phase_seconds: dict[str, float] = Field(
+        default_factory=dict, description="reference, startup, load (incl. import/build hit), init, correctness, timing")
     naive_trials: list[TrialResult] = Field(default_factory=list)
     verified_trials: list[TrialResult] = Field(default_factory=list)
     guards: list[GuardOutcome] = Field(default_factory=list)

@@ -100,7 +100,11 @@ class Evaluator:
         return d
 
     def build(self, source: str) -> BuildResult:
-        """Compile a candidate in its own process."""
+        """Compile a candidate in its own process. A source that builds nothing ahead of time (no
+        ``cpp_extension``, no Triton) skips that process: the candidate process imports it anyway and
+        reports import errors as compile errors, so the separate step would only cost a Python start."""
+        if not _builds_ahead(source):
+            return BuildResult(True, 0.0, "", False)
         ext = self.extensions_dir(source)
         marker = ext / ".built-ok"
         if marker.exists():
@@ -176,7 +180,9 @@ class Evaluator:
             record.eval_seconds = time.perf_counter() - started
             return record
 
+        t_ref = time.perf_counter()
         ref_dir, ref_job, summary = self.reference(problem)
+        record.phase_seconds["reference"] = time.perf_counter() - t_ref
         if summary.get("environment"):
             record.environment = Environment.model_validate(summary["environment"])
         try:
@@ -209,6 +215,7 @@ class Evaluator:
                         except json.JSONDecodeError:
                             continue
                         if isinstance(msg, dict) and msg.get("nonce") == nonce:
+                            msg["received_at"] = time.perf_counter()  # parent clock: phase durations
                             messages.append(msg)
 
         t = {"thread": None}
@@ -218,12 +225,14 @@ class Evaluator:
             th.start()
             t["thread"] = th
 
+        t_worker = time.perf_counter()
         res = run_module("harness.worker", [str(work / "job.json")], cwd=work, env=_child_env(ext, self.device, self.gpu_index),
                          timeout_s=self.settings.eval_timeout_s + self.settings.build_timeout_s,
                          max_file_bytes=self.settings.max_output_file_bytes, pass_fds=(write_fd,), on_start=on_start)
         if t["thread"] is not None:
             t["thread"].join(timeout=10)
         self._assemble(record, messages, res)
+        record.phase_seconds.update(_phase_durations(messages, t_worker, t_worker + res.seconds))
         record.stdout_tail = (res.stdout_tail or "")[-2000:]
         record.eval_seconds = time.perf_counter() - started
         if not self.keep_temp:
@@ -274,6 +283,23 @@ class Evaluator:
             record.error = f"candidate process {how} during {phase}\n{res.stderr_tail[-3000:]}"
             if phase == "load":
                 record.status = "compile_error"
+
+
+def _builds_ahead(source: str) -> bool:
+    return "cpp_extension" in source or "load_inline" in source or "triton" in source
+
+
+def _phase_durations(messages: list[dict], started: float, ended: float) -> dict[str, float]:
+    """Seconds per worker phase, from when each phase message reached the parent; 'startup' is process
+    start and imports up to the first message."""
+    marks = [(m["payload"], m["received_at"]) for m in messages if m["kind"] == "phase"]
+    if not marks:
+        return {"startup": ended - started}
+    out = {"startup": marks[0][1] - started}
+    for (name, t0), (_, t1) in zip(marks, [*marks[1:], ("end", ended)], strict=True):
+        if name != "done":
+            out[name] = out.get(name, 0.0) + (t1 - t0)
+    return out
 
 
 def evaluate(source: str, problem_id: str, *, device: str = "cpu", size: P.Size = "small",
