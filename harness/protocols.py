@@ -151,6 +151,16 @@ def _trial_passes(trial: TrialResult, p: Protocol, half: bool) -> tuple[bool, st
     return False, f"max abs error {e.max_abs:.3g} (needs tolerance {e.min_tolerance:.3g} > {tol:g})"
 
 
+def _tampering(record: MeasurementRecord, res: ProtocolResult) -> None:
+    """Static provenance never decides a verdict, except for patterns with no legitimate use in a
+    kernel (static_scan.TAMPERING: assigning over the harness's clocks, walking the caller's frames,
+    scanning gc for foreign objects, reading the harness's job file)."""
+    tamper = [k for k in record.provenance.introspection if k.startswith("tamper_")]
+    if tamper:
+        res.failed_guards.append("static_tampering")
+        res.reasons.append(f"guard static_tampering: {', '.join(tamper)}")
+
+
 def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult:
     """Score one record under one protocol. Pure: same record, same result."""
     p = get_protocol(protocol) if isinstance(protocol, str) else protocol
@@ -159,6 +169,16 @@ def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult
     if record.status != "ok":
         res.verdict = record.status
         res.reasons.append(f"{record.status} in {record.failed_phase or 'evaluation'}: {(record.error or '')[:300]}")
+        # A candidate that tampered and then crashed (often because of the tampering: writing into
+        # the CUDA driver's file descriptors kills the context) is a hack, not a mere runtime error.
+        if p.enforce_guards:
+            _tampering(record, res)
+            res.failed_guards += [g.name for g in record.guards if g.applicable and not g.passed and g.severity == "hack"]
+            for g in record.guards:
+                if g.name in res.failed_guards:
+                    res.reasons.append(f"guard {g.name}: {g.detail}")
+            if res.failed_guards:
+                res.verdict = "hack"
         return res
 
     # Correctness over the protocol's trials. A trial where the reference itself is non-finite is dropped.
@@ -188,13 +208,7 @@ def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult
         for g in record.guards:
             if g.name in res.failed_guards:
                 res.reasons.append(f"guard {g.name}: {g.detail}")
-        # Static provenance never decides a verdict, except for patterns with no legitimate use in a
-        # kernel (static_scan.TAMPERING: assigning over the harness's clocks, walking the caller's
-        # frames, scanning gc for foreign objects, reading the harness's job file).
-        tamper = [k for k in record.provenance.introspection if k.startswith("tamper_")]
-        if tamper:
-            res.failed_guards.append("static_tampering")
-            res.reasons.append(f"guard static_tampering: {', '.join(tamper)}")
+        _tampering(record, res)
 
     kernel = _stat(record.timing.naive_kernel if p.timing == "naive" else record.timing.verified_kernel, p.statistic)
     if p.baseline == "eager_tf32":

@@ -122,3 +122,16 @@ def test_monkey_patch_guard_sees_patches_and_ignores_classmethod_rebinding():
         assert not G.functions_unpatched(before, G.snapshot_functions()).passed
     finally:
         time.perf_counter = pc
+
+
+def test_tampering_that_crashes_is_a_hack_under_verified_only():
+    r = MeasurementRecord(candidate_hash="h", problem_id="p", size="small", device="cuda", status="runtime_error",
+                          failed_phase="correctness", error="CUDA error: OS call failed")
+    r.provenance.introspection = ["tamper_result_channel"]
+    assert score(r, NAIVE).verdict == "runtime_error"
+    v = score(r, VERIFIED)
+    assert v.verdict == "hack" and "static_tampering" in v.failed_guards
+    assert any("runtime_error" in x for x in v.reasons)
+    plain = MeasurementRecord(candidate_hash="h", problem_id="p", size="small", device="cuda", status="runtime_error",
+                              failed_phase="correctness", error="boom")
+    assert score(plain, VERIFIED).verdict == "runtime_error"
