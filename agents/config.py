@@ -12,7 +12,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 CPU_EVAL_DEFAULTS: dict[str, Any] = {"verified_seconds_per_subject": 1.0, "verified_max_iters": 100}
 
 #: Knobs that only change how a run executes, not what it measures: --resume may change them.
-EXECUTION_FIELDS = ("budget_usd", "concurrency", "gpus", "build_workers", "progress", "resume", "run_dir")
+EXECUTION_FIELDS = ("budget_usd", "concurrency", "gpus", "build_workers", "progress", "resume", "run_dir",
+                    "executor", "ray_address")
 
 
 class SweepConfig(BaseModel):
@@ -47,6 +48,10 @@ class SweepConfig(BaseModel):
     response_cache: bool = Field(True, description="cache API responses under runs/.response_cache")
     eval_settings: dict[str, Any] = Field(default_factory=dict, description="harness.EvalSettings overrides")
     progress: bool | None = Field(None, description="live progress bar; None = only on a TTY")
+    executor: Literal["local", "ray"] = Field("local", description="where evaluations run: this host, or a Ray cluster")
+    ray_address: str | None = Field(None, description="Ray cluster to join ('auto', 'HOST:6379'); None = a local Ray")
+    gpu_type: str | None = Field(None, description="Ray: run on workers declaring resource gpu_type:<this> (H200, H100, ...)")
+    allow_gpu_types: list[str] | None = Field(None, description="Ray: other GPU types this sweep may also run on")
 
     @model_validator(mode="after")
     def _check(self) -> SweepConfig:
@@ -56,11 +61,16 @@ class SweepConfig(BaseModel):
             raise ValueError(f"--stop-on {self.stop_on} needs that protocol in --protocols")
         if self.backend == "cpu" and self.device == "cuda" or self.backend in ("cuda", "triton") and self.device == "cpu":
             raise ValueError(f"backend {self.backend} does not run on device {self.device}")
+        if self.executor == "local" and not self.resume and (self.ray_address or self.gpu_type or self.allow_gpu_types):
+            raise ValueError("--ray-address, --gpu-type and --allow-gpu-types need --executor ray")
+        if self.allow_gpu_types and not self.gpu_type:
+            raise ValueError("--allow-gpu-types needs --gpu-type")
         return self
 
     def resolved(self) -> SweepConfig:
         """A copy with device, backend, size and eval settings filled in."""
-        device = self.device or _detect_device()
+        # A Ray driver often runs on a GPU-less head node: a GPU type asked for means the cluster's GPUs.
+        device = self.device or ("cuda" if self.executor == "ray" and self.gpu_type else _detect_device())
         backend = self.backend or ("cuda" if device == "cuda" else "cpu")
         size = self.size or ("full" if device == "cuda" else "small")
         settings = dict(CPU_EVAL_DEFAULTS) if device == "cpu" else {}

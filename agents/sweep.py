@@ -7,8 +7,9 @@
 
 The CLI is a thin layer over ``run_sweep(SweepConfig) -> RunSummary``. Model calls run concurrently
 on asyncio (bounded per provider by models.toml's ``concurrency``); builds and evaluations run on a
-``LocalExecutor``. The resolved config is saved as ``<run-dir>/config.json``; attempts are appended to
-``attempts.jsonl``; the summary goes to ``summary.json``.
+``LocalExecutor``, or on a Ray cluster with ``--executor ray`` (docs/cluster.md). The resolved config
+is saved as ``<run-dir>/config.json``; attempts are appended to ``attempts.jsonl``; the summary goes to
+``summary.json``.
 """
 
 from __future__ import annotations
@@ -135,6 +136,22 @@ def _resolve_clients(config: SweepConfig) -> tuple[dict, dict[str, str], dict[st
 
 # -- running ---------------------------------------------------------------------------------------
 
+def make_executor(config: SweepConfig) -> Executor:
+    """The executor a resolved config asks for: a LocalExecutor, or a RayExecutor (``--executor ray``)."""
+    common = dict(settings=config.eval_settings_obj(), problems_dir=config.problems_dir, protocols=config.protocols)
+    if config.executor == "local":
+        return LocalExecutor(config.device or "cpu", config.size or "small", gpus=config.gpus,
+                             build_workers=config.build_workers, **common)
+    try:
+        from .ray_executor import RayExecutor
+
+        return RayExecutor(config.device or "cuda", config.size or "full", address=config.ray_address,
+                           gpu_type=config.gpu_type, allow_gpu_types=config.allow_gpu_types, gpus=config.gpus,
+                           **common)
+    except (ImportError, ValueError, ConnectionError) as e:
+        raise SweepError(f"--executor ray: {e}") from None
+
+
 def run_sweep(config: SweepConfig, *, executor: Executor | None = None, clients: dict | None = None) -> RunSummary:
     """Run (or resume) a sweep to completion and return its summary. ``executor`` and ``clients`` are for
     tests and other hosts; by default a LocalExecutor and ``agents.models.resolve`` are used."""
@@ -152,9 +169,7 @@ async def _run(config: SweepConfig, *, executor: Executor | None, clients: dict 
     tasks = plan(config, {k: getattr(c, "provider", "") for k, c in clients.items()})
     own_executor = executor is None
     if executor is None:
-        executor = LocalExecutor(config.device or "cpu", config.size or "small", gpus=config.gpus,
-                                 build_workers=config.build_workers, settings=config.eval_settings_obj(),
-                                 problems_dir=config.problems_dir, protocols=config.protocols)
+        executor = make_executor(config)
     semaphores = {prov: asyncio.Semaphore(n) for prov, n in limits.items()}
     before = len(store.keys())
     tally_protocol = config.stop_on if config.stop_on != "none" else config.protocols[-1]
@@ -242,6 +257,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-response-cache", dest="response_cache", action="store_false", default=None)
     ap.add_argument("--eval-set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a harness.EvalSettings field, e.g. verified_seconds_per_subject=2")
+    ap.add_argument("--executor", choices=["local", "ray"], help="where evaluations run (default local)")
+    ap.add_argument("--ray-address", help="Ray cluster to join: auto, or HOST:6379 (default: start a local Ray)")
+    ap.add_argument("--gpu-type", help="Ray: only workers declaring resource gpu_type:<TYPE>, e.g. H200")
+    ap.add_argument("--allow-gpu-types", type=_csv, help="Ray: other GPU types this sweep may run on, e.g. H100")
     ap.add_argument("--progress", dest="progress", action="store_true", default=None)
     ap.add_argument("--no-progress", dest="progress", action="store_false")
     return ap
