@@ -35,6 +35,17 @@ from .static_scan import scan
 DEFAULT_CACHE = Path(os.environ.get("KV_CACHE_DIR", Path.home() / ".cache" / "kernelverify"))
 
 
+def pch_dir() -> Path | None:
+    """Where build processes keep precompiled ``torch/extension.h`` headers (``harness.build``):
+    ``KV_PCH_DIR`` if set (empty: off), else ``DEFAULT_CACHE/pch``. Not under an Evaluator's own
+    ``cache_dir``: a PCH is keyed by compiler, flags and torch version, never by candidate, so every
+    cache on the machine shares it (a test's temporary cache does not make a new ~0.8 GB one)."""
+    env = os.environ.get("KV_PCH_DIR")
+    if env is not None:
+        return Path(env) if env.strip() else None
+    return DEFAULT_CACHE / "pch"
+
+
 class BuildResult(NamedTuple):
     """Outcome of compiling one candidate (``Evaluator.build``); unpacks as (ok, seconds, error, cached)."""
 
@@ -112,7 +123,12 @@ class Evaluator:
         work = Path(tempfile.mkdtemp(prefix="build-", dir=self._tmp_root))
         src_path = work / "candidate_src.py"
         src_path.write_text(source)
-        res = run_module("harness.build", [str(src_path)], cwd=work, env=_child_env(ext, self.device, self.gpu_index),
+        env = _child_env(ext, self.device, self.gpu_index)
+        pch = pch_dir()
+        if pch is not None:
+            env["KV_PCH_DIR"] = str(pch)
+            env["KV_PCH_TIMEOUT_S"] = str(self.settings.build_timeout_s / 3)  # the rest is for the build
+        res = run_module("harness.build", [str(src_path)], cwd=work, env=env,
                          timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes)
         shutil.rmtree(work, ignore_errors=True)
         if res.timed_out:

@@ -1,0 +1,154 @@
+"""The build step's precompiled torch/extension.h (harness/build.py): keyed by flags, made once, safe to race."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness import build as B
+
+FAKE_CXX = """#!/bin/sh
+# A stand-in for g++: "-v" prints a GCC banner; otherwise log the argv and write the -o file.
+if [ "$1" = "-v" ]; then echo "gcc version 99.0 (fake)" >&2; exit 0; fi
+echo "$@" >> "$FAKE_LOG"
+out=""; prev=""
+for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done
+[ -n "$FAKE_FAIL" ] && { echo "fake failure" >&2; exit 1; }
+echo pch > "$out"
+"""
+CFLAGS = "-DTORCH_EXTENSION_NAME=ext_a -DTORCH_API_INCLUDE_EXTENSION_H -isystem /inc -fPIC -std=c++20 -O3"
+
+
+@pytest.fixture
+def fake_cxx(tmp_path, monkeypatch):
+    cxx = tmp_path / "fake-g++"
+    cxx.write_text(FAKE_CXX)
+    cxx.chmod(0o755)
+    log = tmp_path / "compiles.log"
+    monkeypatch.setenv("FAKE_LOG", str(log))
+    monkeypatch.delenv("FAKE_FAIL", raising=False)
+    return str(cxx), log
+
+
+def compiles(log: Path) -> list[list[str]]:
+    return [shlex.split(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def test_pch_is_made_once_with_the_ninja_flags_and_shared_across_extension_names(tmp_path, fake_cxx):
+    import torch
+
+    cxx, log = fake_cxx
+    root = tmp_path / "pch"
+    d = B.ensure_pch(root, cxx, CFLAGS)
+    assert d is not None and (d / "torch" / "extension.h.gch").read_text() == "pch\n"
+    header = Path(torch.__file__).parent / "include" / "torch" / "extension.h"
+    assert (d / "torch" / "extension.h").read_text() == header.read_text()
+    (argv,) = compiles(log)
+    assert argv[:2] == ["-x", "c++-header"] and argv[2] == str(d / "torch" / "extension.h")
+    assert argv[4].startswith(str(d / "torch" / "extension.h.gch.tmp"))  # written aside, then renamed
+    assert argv[5:] == [f for f in CFLAGS.split() if not f.startswith("-DTORCH_EXTENSION_NAME")]
+    assert not list((d / "torch").glob("*.tmp*"))
+    # Same flags, another extension: the same PCH, no second compile.
+    assert B.ensure_pch(root, cxx, CFLAGS.replace("ext_a", "ext_b")) == d
+    assert len(compiles(log)) == 1
+    # Other flags (-O2): another PCH, since GCC would reject this one.
+    d2 = B.ensure_pch(root, cxx, CFLAGS.replace("-O3", "-O2"))
+    assert d2 is not None and d2 != d and len(compiles(log)) == 2
+
+
+def test_a_pch_being_made_elsewhere_is_not_waited_for(tmp_path, fake_cxx):
+    cxx, log = fake_cxx
+    root = tmp_path / "pch"
+    d = B.ensure_pch(root, cxx, CFLAGS)
+    (d / "torch" / "extension.h.gch").unlink()
+    with open(d / ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        t0 = time.perf_counter()
+        assert B.ensure_pch(root, cxx, CFLAGS) is None
+        assert time.perf_counter() - t0 < 5
+    assert len(compiles(log)) == 1
+
+
+def test_a_failed_pch_is_remembered_and_not_retried(tmp_path, fake_cxx, monkeypatch):
+    cxx, log = fake_cxx
+    monkeypatch.setenv("FAKE_FAIL", "1")
+    root = tmp_path / "pch"
+    assert B.ensure_pch(root, cxx, CFLAGS) is None
+    (failed,) = root.glob("*/failed")
+    assert "fake failure" in failed.read_text()
+    assert not list(root.glob("*/torch/*.gch*"))
+    monkeypatch.delenv("FAKE_FAIL")
+    assert B.ensure_pch(root, cxx, CFLAGS) is None
+    assert len(compiles(log)) == 1
+
+
+def test_no_pch_for_other_compilers_or_past_the_variant_cap(tmp_path, fake_cxx):
+    cxx, log = fake_cxx
+    clang = tmp_path / "clang++"
+    clang.write_text('#!/bin/sh\necho "clang version 18.0.0" >&2\n')
+    clang.chmod(0o755)
+    assert B.ensure_pch(tmp_path / "p1", str(clang), CFLAGS) is None
+    root = tmp_path / "p2"
+    for i in range(B.MAX_PCH_VARIANTS):
+        assert B.ensure_pch(root, cxx, f"{CFLAGS} -DV{i}") is not None
+    assert B.ensure_pch(root, cxx, f"{CFLAGS} -DV{B.MAX_PCH_VARIANTS}") is None
+    assert B.ensure_pch(root, cxx, f"{CFLAGS} -DV0") is not None  # an existing one is still used
+
+
+def test_the_hook_puts_only_this_extensions_pch_on_cpath(tmp_path, fake_cxx, monkeypatch):
+    import torch.utils.cpp_extension as cx
+
+    cxx, log = fake_cxx
+    written = []
+
+    def fake_write_ninja_file(path, cflags, with_cuda=False, **_):
+        Path(path).write_text(f"ninja_required_version = 1.3\ncxx = {cxx}\n\ncflags = {' '.join(cflags)}\n"
+                              f"post_cflags = \n")
+        written.append(path)
+
+    monkeypatch.setattr(cx, "_write_ninja_file", fake_write_ninja_file)
+    monkeypatch.setenv("CPATH", "/user/include")
+    B._install_pch_hook(tmp_path / "pch", timeout_s=60)
+    assert cx._write_ninja_file is not fake_write_ninja_file
+    cx._write_ninja_file(path=str(tmp_path / "a.ninja"), cflags=CFLAGS.split())
+    d1 = os.environ["CPATH"].split(os.pathsep)
+    cx._write_ninja_file(path=str(tmp_path / "b.ninja"), cflags=(CFLAGS + " -O1").split())
+    d2 = os.environ["CPATH"].split(os.pathsep)
+    assert len(written) == 2 and d1[1:] == d2[1:] == ["/user/include"] and d1[0] != d2[0]
+    assert (Path(d2[0]) / "torch" / "extension.h.gch").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="GCC PCH on Linux only")
+def test_a_real_build_compiles_against_a_valid_pch(tmp_path):
+    """A demo kernel built by the Evaluator; GCC, given the extension's own flags, accepts the PCH."""
+    import harness
+    from harness.runner import pch_dir
+
+    root = pch_dir()
+    if root is None:
+        pytest.skip("KV_PCH_DIR is empty: PCH off")
+    if B._compiler_id(["c++"]) is None:
+        pytest.skip("the C++ compiler is not GCC")
+    src = (Path(__file__).resolve().parents[1] / "agents" / "demo_kernels" / "cpu" / "l1_21_sigmoid.py").read_text()
+    with harness.Evaluator("cpu", "small", cache_dir=tmp_path) as ev:
+        assert ev.build(src).ok
+    (ninja,) = tmp_path.glob("extensions/*/*/build.ninja")
+    v = B._ninja_vars(ninja)
+    deadline = time.monotonic() + 600  # another test process may be making the shared PCH right now
+    while (d := B.ensure_pch(root, v["cxx"], v["cflags"], v.get("post_cflags", ""))) is None:
+        assert not list(root.glob("*/failed")), "PCH failed"
+        assert time.monotonic() < deadline
+        time.sleep(2)
+    main = ninja.parent / "main.cpp"
+    r = subprocess.run([*shlex.split(v["cxx"]), "-H", "-fsyntax-only", *shlex.split(v["cflags"]), str(main)],
+                       capture_output=True, text=True, env={**os.environ, "CPATH": str(d)}, timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert f"! {d / 'torch' / 'extension.h.gch'}" in r.stderr  # "!": GCC found the PCH valid and used it
