@@ -125,7 +125,9 @@ def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
         return d
 
 
-def _install_pch_hook(root: Path, timeout_s: float | None = None) -> None:
+def enable_precompiled_headers(root: Path, timeout_s: float | None = None) -> None:
+    """Make this process's C++ ``load_inline`` builds use a precompiled ``torch/extension.h`` under
+    ``root`` (built on first use). The build step calls it; so may any process that builds in-process."""
     if not sys.platform.startswith("linux"):
         return
     try:
@@ -163,7 +165,7 @@ def main(path: str) -> int:
     try:
         pch_root = os.environ.get(PCH_ENV)
         if pch_root:
-            _install_pch_hook(Path(pch_root), float(os.environ.get(PCH_TIMEOUT_ENV) or 300))
+            enable_precompiled_headers(Path(pch_root), float(os.environ.get(PCH_TIMEOUT_ENV) or 300))
         import_candidate(src, Path(path).parent, name="build")
     except BaseException:  # noqa: BLE001
         sys.stderr.write(traceback.format_exc()[-6000:])

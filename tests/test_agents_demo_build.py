@@ -20,6 +20,19 @@ KERNEL_DIR = Path(__file__).resolve().parents[1] / "agents" / "demo_kernels"
 BACKENDS = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _precompiled_headers():
+    """These builds happen in-process, not through the harness's build step: share its PCH anyway."""
+    try:
+        from harness.build import enable_precompiled_headers
+        from harness.runner import pch_dir
+    except ImportError:  # only torch and pytest installed: build without it
+        return
+    root = pch_dir()
+    if root is not None:
+        enable_precompiled_headers(root, timeout_s=300)
+
+
 def load(backend: str, stem: str):
     path = KERNEL_DIR / backend / f"{stem}.py"
     if not path.is_file():

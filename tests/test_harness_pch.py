@@ -115,7 +115,7 @@ def test_the_hook_puts_only_this_extensions_pch_on_cpath(tmp_path, fake_cxx, mon
 
     monkeypatch.setattr(cx, "_write_ninja_file", fake_write_ninja_file)
     monkeypatch.setenv("CPATH", "/user/include")
-    B._install_pch_hook(tmp_path / "pch", timeout_s=60)
+    B.enable_precompiled_headers(tmp_path / "pch", timeout_s=60)
     assert cx._write_ninja_file is not fake_write_ninja_file
     cx._write_ninja_file(path=str(tmp_path / "a.ninja"), cflags=CFLAGS.split())
     d1 = os.environ["CPATH"].split(os.pathsep)
