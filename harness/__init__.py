@@ -9,9 +9,27 @@ Public surface::
     harness.MeasurementRecord                  # what is stored per (candidate, problem, size, device)
 """
 
-from .errors import CandidateError, CandidateRuntimeError, CandidateTimeout, CompileError, HarnessError, ProtocolViolation
+from .errors import (
+    CandidateError,
+    CandidateRuntimeError,
+    CandidateTimeout,
+    CompileError,
+    HarnessError,
+    ProtocolViolation,
+)
 from .job import EvalSettings
-from .protocols import NAIVE, PROTOCOLS, VERDICTS, VERIFIED, Protocol, ProtocolResult, get_protocol, score, score_all, sol_score
+from .protocols import (
+    NAIVE,
+    PROTOCOLS,
+    VERDICTS,
+    VERIFIED,
+    Protocol,
+    ProtocolResult,
+    get_protocol,
+    score,
+    score_all,
+    sol_score,
+)
 from .record import GuardOutcome, MeasurementRecord, Provenance, TrialResult
 from .runner import Evaluation, Evaluator, evaluate
 

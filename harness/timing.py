@@ -11,12 +11,11 @@ verified: L2 flush and persisting-L2 reset before every iteration, a rotating po
 
 from __future__ import annotations
 
+import functools
 import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-
-import torch
 
 from .device import Clock, DeviceOps
 from .record import TimingStats
@@ -85,7 +84,7 @@ def time_verified(subjects: list[Subject], n_sets: int, ops: DeviceOps, budget: 
                 ops.reset_persisting_l2()
                 ops.sync()
                 t0 = time.perf_counter()
-                ms, out = clock.interval(lambda: s.fn(idx), sync_before_end=False)
+                ms, out = clock.interval(functools.partial(s.fn, idx), sync_before_end=False)
                 if s.on_output is not None:
                     s.on_output(idx, out)
                 del out

@@ -23,7 +23,15 @@ from .catalog import (
     select,
 )
 from .domains import ALLOWED_SCALES, Domain, allowed_scales
-from .module import TensorSpec, ValueSpec, exec_source, forward_arg_names, init_inputs, input_specs, load_module
+from .module import (
+    TensorSpec,
+    ValueSpec,
+    exec_source,
+    forward_arg_names,
+    init_inputs,
+    input_specs,
+    load_module,
+)
 from .source import SizePresetError, render_at_size
 
 __all__ = [

@@ -10,7 +10,6 @@ Results are cached on disk per (problem source, size).
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 

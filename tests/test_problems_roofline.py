@@ -1,8 +1,8 @@
 """Roofline counts equal hand-computed values, at full size, without allocating anything."""
 
+import json
 import subprocess
 import sys
-import json
 from pathlib import Path
 
 import problems

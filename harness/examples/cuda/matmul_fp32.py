@@ -1,6 +1,5 @@
 """Honest CUDA fp32 matmul (level1/1): 32x32 shared-memory tiles, exact fp32 FMAs (slower than cuBLAS)."""
 
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 

@@ -1,6 +1,5 @@
 """Honest CUDA ReLU (level1/19_ReLU): one thread per element, grid-stride loop."""
 
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 

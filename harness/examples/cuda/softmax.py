@@ -1,6 +1,5 @@
 """Honest CUDA row softmax (level1/23_Softmax): one block per row, max-subtracted, two reductions."""
 
-import torch
 import torch.nn as nn
 from torch.utils.cpp_extension import load_inline
 
