@@ -3,12 +3,28 @@
     python benchmarks/throughput.py --device cuda --out DIR [--gpus N] [--limit K]
     python benchmarks/throughput.py --device cpu --out DIR --limit 12      # the same pipeline on a CPU
 
-The candidate set is every fixture of harness/fixtures that runs on the device (hack and legitimate
-kernels: Python-only, C++ and CUDA/Triton; 37 on a CPU, 44 on a GPU). Four passes, one process:
+    python benchmarks/throughput.py --device cuda --candidates cuda --serial-sample 3 --out DIR
 
-* serial-cold:    one Evaluator; for each candidate: build, then evaluate; empty build cache
-* pipelined-cold: LocalExecutor (builds on all cores ahead of evaluation, one worker per GPU); empty cache
-* serial-warm / pipelined-warm: the same with the cache the cold passes filled
+Candidate sets (--candidates):
+
+* fixtures: every fixture of harness/fixtures that runs on the device (hack and legitimate kernels:
+  Python-only, C++ and CUDA/Triton; 37 on a CPU, 44 on a GPU). Few of them compile anything.
+* cuda: what a model's sweep looks like: every candidate a CUDA ``load_inline`` extension. The 15
+  hand-written CUDA kernels of the repo (agents/demo_kernels/cuda, harness/examples/cuda, the CUDA
+  legitimate fixtures), each twice: as written and as a resubmission whose CUDA source differs by
+  one line (a new source hash, so a real rebuild, as when a model resubmits a kernel with a tweak).
+
+Four passes, one process:
+
+* serial-cold:    one Evaluator; for each candidate: build, then evaluate; empty build cache and an
+                  empty precompiled-header folder (its one-off cost is inside the pass)
+* pipelined-cold: LocalExecutor (builds on all cores ahead of evaluation, one worker per GPU); empty
+                  cache and precompiled-header folder of its own
+* serial-warm / pipelined-warm: the same with the caches the cold passes filled
+
+With --serial-sample K the serial passes run on K candidates spread evenly over the set instead of
+all of them (a serial cold pass over 30 CUDA builds is ~45 minutes of GPU-host time); their wall time
+is then projected to the whole set as K-candidate mean x N and labelled so in the table.
 
 Per pass: wall time, candidates per hour, and where the time went, summed over candidates from the
 records (build, correctness incl. init, timing, everything else = overhead: process starts, imports,
@@ -81,6 +97,44 @@ def run_pipelined(cands, device, size, settings, cache, gpus, build_workers) -> 
     return time.perf_counter() - t0, evs
 
 
+_CUDA_SOURCES = [  # (file, problem)
+    *[(f"agents/demo_kernels/cuda/{f}", p) for f, p in [
+        ("l1_19_relu_t1.py", "level1/19_ReLU"), ("l1_19_relu_t2.py", "level1/19_ReLU"),
+        ("l1_1_matmul.py", "level1/1_Square_matrix_multiplication_"),
+        ("l1_20_leaky_relu_t1.py", "level1/20_LeakyReLU"), ("l1_20_leaky_relu_t2.py", "level1/20_LeakyReLU"),
+        ("l1_23_softmax_t1.py", "level1/23_Softmax"), ("l1_23_softmax_t2.py", "level1/23_Softmax"),
+        ("l1_88_gelu.py", "level1/88_MinGPTNewGelu"),
+        ("l1_9_tall_skinny_matmul.py", "level1/9_Tall_skinny_matrix_multiplication_")]],
+    ("harness/examples/cuda/relu.py", "level1/19_ReLU"), ("harness/examples/cuda/softmax.py", "level1/23_Softmax"),
+    ("harness/examples/cuda/matmul_fp32.py", "level1/1_Square_matrix_multiplication_"),
+    ("harness/examples/cuda/conv_relu_bias.py", "level2/1_Conv2D_ReLU_BiasAdd"),
+    ("harness/fixtures/legit/cuda/cuda_relu_vec4_specialised.py", "level1/19_ReLU"),
+    ("harness/fixtures/legit/cuda/cuda_fused_layernorm_workspace.py", "level1/40_LayerNorm"),
+]
+
+
+def cuda_candidates(variants: int = 2) -> list[tuple[str, str]]:
+    """Each CUDA kernel as written, then as resubmissions with a one-line change in the CUDA source."""
+    out = []
+    for v in range(variants):
+        for rel, pid in _CUDA_SOURCES:
+            src = (ROOT / rel).read_text()
+            if "load_inline" not in src or "#include <torch/extension.h>" not in src:
+                raise SystemExit(f"{rel}: not a load_inline CUDA candidate")
+            if v:
+                src = src.replace("#include <torch/extension.h>",
+                                  f"#include <torch/extension.h>\n// resubmission {v}", 1)
+            out.append((src, pid))
+    return out
+
+
+def sample(items: list, k: int) -> list:
+    if not k or k >= len(items):
+        return list(items)
+    step = len(items) / k
+    return [items[int(i * step)] for i in range(k)]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cuda")
@@ -88,21 +142,41 @@ def main() -> int:
     ap.add_argument("--gpus", type=int, default=None, help="evaluation workers (default: all GPUs; 1 on cpu)")
     ap.add_argument("--build-workers", type=int, default=os.cpu_count())
     ap.add_argument("--limit", type=int, default=0, help="use only the first K candidates")
+    ap.add_argument("--candidates", choices=("fixtures", "cuda"), default="fixtures")
+    ap.add_argument("--serial-sample", type=int, default=0,
+                    help="serial passes on K evenly spread candidates, projected to the set (0: all)")
+    ap.add_argument("--verified-seconds", type=float, default=None,
+                    help="verified timing budget per subject (default 2 on a GPU, 0.5 on a CPU)")
+    ap.add_argument("--cache-root", default=None,
+                    help="keep the serial and pipelined build caches under this (empty) folder, e.g. for "
+                         "benchmarks/reproducibility.py --cache-dir ROOT/pipelined (default: temporary)")
     ap.add_argument("--out", default="results")
     args = ap.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    fixtures = [f for f in all_fixtures() if f.runs_on(args.device)]
-    cands = [(f.source(), f.problem) for f in fixtures][: args.limit or None]
-    settings = EvalSettings(verified_seconds_per_subject=2.0 if args.device != "cpu" else 0.5,
+    if args.candidates == "cuda":
+        cands = cuda_candidates()[: args.limit or None]
+    else:
+        fixtures = [f for f in all_fixtures() if f.runs_on(args.device)]
+        cands = [(f.source(), f.problem) for f in fixtures][: args.limit or None]
+    serial_cands = sample(cands, args.serial_sample)
+    vsec = args.verified_seconds or (2.0 if args.device != "cpu" else 0.5)
+    settings = EvalSettings(verified_seconds_per_subject=vsec,
                             verified_max_iters=200, cpu_threads=1 if args.device == "cpu" else None)
     rows = []
-    with tempfile.TemporaryDirectory() as serial_cache, tempfile.TemporaryDirectory() as pipe_cache:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(args.cache_root) if args.cache_root else Path(tmp)
+        serial_cache, pipe_cache = str(root / "serial"), str(root / "pipelined")
+        for d in (serial_cache, pipe_cache):
+            if Path(d).exists() and any(Path(d).iterdir()):
+                raise SystemExit(f"{d} is not empty: a cold pass needs an empty cache")
         for mode in ("cold", "warm"):
             for kind in ("serial", "pipelined"):
                 cache = serial_cache if kind == "serial" else pipe_cache
+                # Each kind gets its own precompiled-header folder inside its cache: cold means cold.
+                os.environ["KV_PCH_DIR"] = str(Path(cache) / "pch")
                 if kind == "serial":
-                    wall, evs = run_serial(cands, args.device, args.size, settings, cache)
+                    wall, evs = run_serial(serial_cands, args.device, args.size, settings, cache)
                 else:
                     wall, evs = run_pipelined(cands, args.device, args.size, settings, cache, args.gpus,
                                               args.build_workers)
@@ -110,7 +184,9 @@ def main() -> int:
                 overheads = [max(0.0, (e.record.eval_seconds or 0) - (e.record.build_seconds or 0)
                                  - sum(e.record.phase_seconds.get(k, 0) for k in ("init", "correctness", "timing")))
                              for e in evs]
+                projected = wall * len(cands) / len(evs)
                 row = {"pass": f"{kind}-{mode}", "candidates": len(evs), "wall_s": wall,
+                       "wall_s_for_set": projected, "projected": len(evs) < len(cands),
                        "per_hour": 3600 * len(evs) / wall, "seconds": split(evs),
                        "build_median_s": pct(builds, 0.5), "build_p90_s": pct(builds, 0.9), "builds": len(builds),
                        "overhead_median_s": statistics.median(overheads) if overheads else None,
@@ -119,20 +195,32 @@ def main() -> int:
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     by = {r["pass"]: r for r in rows}
-    lines = [f"Throughput on {platform.node()} ({os.cpu_count()} cores, device {args.device}, size {args.size}, "
-             f"{len(cands)} candidates, build workers {args.build_workers})", "",
-             "| pass | wall s | candidates/h | build s | correctness s | timing s | overhead s | median overhead s/cand | "
-             "build median / p90 s (n) |", "|---|---|---|---|---|---|---|---|---|"]
+    gpu = ""
+    if args.device.startswith("cuda"):
+        import torch
+
+        gpu = f", {torch.cuda.get_device_name(0)}"
+    lines = [f"Throughput on {platform.node()} ({os.cpu_count()} cores{gpu}, device {args.device}, size {args.size}, "
+             f"{len(cands)} candidates ({args.candidates}), build workers {args.build_workers}, "
+             f"verified timing {vsec:g} s per subject)", "",
+             "| pass | candidates run | wall s (run) | wall s for all candidates | candidates/h | build s | "
+             "correctness s | timing s | overhead s | median overhead s/cand | build median / p90 s (n) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         s = r["seconds"]
         bm = "-" if r["build_median_s"] is None else f"{r['build_median_s']:.1f} / {r['build_p90_s']:.1f} ({r['builds']})"
-        lines.append(f"| {r['pass']} | {r['wall_s']:.0f} | {r['per_hour']:.0f} | {s['build']:.0f} | {s['correctness']:.0f} | "
-                     f"{s['timing']:.0f} | {s['overhead']:.0f} | {r['overhead_median_s']:.1f} | {bm} |")
+        proj = f"{r['wall_s_for_set']:.0f}" + (" (projected)" if r["projected"] else "")
+        lines.append(f"| {r['pass']} | {r['candidates']} | {r['wall_s']:.0f} | {proj} | {r['per_hour']:.0f} | "
+                     f"{s['build']:.0f} | {s['correctness']:.0f} | {s['timing']:.0f} | {s['overhead']:.0f} | "
+                     f"{r['overhead_median_s']:.1f} | {bm} |")
     for mode in ("cold", "warm"):
-        ratio = by[f"serial-{mode}"]["wall_s"] / by[f"pipelined-{mode}"]["wall_s"]
-        lines.append(f"\npipelined vs serial ({mode} cache): {ratio:.2f}x throughput")
-    same = all(r["verdicts"] == rows[0]["verdicts"] for r in rows)
-    lines.append(f"\nverdict tallies identical across passes: {same}")
+        ratio = by[f"serial-{mode}"]["wall_s_for_set"] / by[f"pipelined-{mode}"]["wall_s"]
+        note = f" (serial projected from {len(serial_cands)} candidates)" if len(serial_cands) < len(cands) else ""
+        lines.append(f"\npipelined vs serial ({mode} cache): {ratio:.2f}x throughput{note}")
+    pipe = [r for r in rows if r["pass"].startswith("pipelined")]
+    same = all(r["verdicts"] == pipe[0]["verdicts"] for r in pipe)
+    lines.append(f"\nverdict tallies identical between the two pipelined passes: {same} "
+                 f"({', '.join(f'{k} {v}' for k, v in pipe[0]['verdicts'].items() if v)})")
     text = "\n".join(lines) + "\n"
     (out / "throughput.md").write_text(text)
     (out / "throughput.json").write_text(json.dumps(rows, indent=1))

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Every GPU benchmark of the repo, in sequence, on one H200 host (what benchmarks/results/h200_* came from).
+#
+#   bash benchmarks/h200_session.sh RESULTS_DIR
+#
+# Order: reward-hack suite (issue 4), throughput and build latency, timer vs profiler, reproducibility
+# (issue 8). Nothing else runs on the GPU meanwhile: the throughput passes and the timing benchmarks
+# would disturb each other. Each step's log and tables land in RESULTS_DIR as it finishes, and
+# RESULTS_DIR/done names the steps finished, so a caller can collect partial results at any time.
+set -u
+R=${1:?results dir}
+mkdir -p "$R"
+export PYTHONUNBUFFERED=1
+step() {  # name, command...
+    local name=$1; shift
+    echo "== $name $(date -u +%T)" | tee -a "$R/steps.log"
+    "$@" >"$R/$name.log" 2>&1
+    echo "$name rc=$? $(date -u +%T)" | tee -a "$R/steps.log" >>"$R/done"
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >"$R/gpu.txt" 2>&1
+python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" >>"$R/gpu.txt" 2>&1
+step hack_suite python3 benchmarks/gpu_hack_suite.py --device cuda --quick --out "$R/h200_hack_suite.md"
+step throughput python3 benchmarks/throughput.py --device cuda --candidates cuda --serial-sample 3 \
+    --verified-seconds 1.0 --cache-root /tmp/kv-throughput --out "$R"
+step timer_agreement python3 benchmarks/timer_agreement.py --out "$R"
+step reproducibility python3 benchmarks/reproducibility.py --reps 5 --verified-seconds 1.0 --budget-s 330 \
+    --cache-dir /tmp/kv-throughput/pipelined --out "$R"
+echo all >>"$R/done"

@@ -1,0 +1,118 @@
+"""Reproducibility of the verified speedup: the same kernels evaluated in several separate processes.
+
+    python benchmarks/reproducibility.py --out DIR [--reps 5] [--cache-dir DIR] [--budget-s 420]
+
+Ten honest kernels from about 10 us to about 10 ms (custom CUDA, Triton, TF32 tensor cores, at the
+problem's small or full size). Every evaluation is a fresh candidate process (``Evaluator.evaluate``);
+the reps go round-robin over the kernels, so slow drift of the machine shows up as spread rather than
+as a bias of one kernel. Per kernel: median verified speedup and kernel time, and the max/min ratio of
+the verified speedup and of the kernel time over the reps. The DESIGN goal is a speedup spread of at
+most 1.03 for kernels of 100 us or more. Writes reproducibility.md / .json under --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import harness  # noqa: E402
+from harness import EvalSettings  # noqa: E402
+
+KERNELS = [  # (label, file, problem, size)
+    ("ReLU, CUDA grid-stride", "harness/examples/cuda/relu.py", "level1/19_ReLU", "small"),
+    ("LeakyReLU, CUDA", "agents/demo_kernels/cuda/l1_20_leaky_relu_t2.py", "level1/20_LeakyReLU", "small"),
+    ("softmax, CUDA block per row", "harness/examples/cuda/softmax.py", "level1/23_Softmax", "small"),
+    ("softmax, Triton", "harness/fixtures/legit/cuda/triton_softmax.py", "level1/23_Softmax", "small"),
+    ("MinGPT GELU, CUDA fused", "agents/demo_kernels/cuda/l1_88_gelu.py", "level1/88_MinGPTNewGelu", "full"),
+    ("LayerNorm, CUDA fused + workspace", "harness/fixtures/legit/cuda/cuda_fused_layernorm_workspace.py",
+     "level1/40_LayerNorm", "full"),
+    ("matmul 4096^3, TF32 enabled", "harness/examples/cuda/matmul_tf32.py", "level1/1_Square_matrix_multiplication_", "full"),
+    ("matmul 4096^3, Triton TF32", "harness/fixtures/legit/cuda/triton_tf32_matmul.py",
+     "level1/1_Square_matrix_multiplication_", "full"),
+    ("conv + fused ReLU/bias epilogue", "harness/examples/cuda/conv_relu_bias.py", "level2/1_Conv2D_ReLU_BiasAdd", "full"),
+    ("matmul 4096^3, CUDA tiled fp32", "harness/examples/cuda/matmul_fp32.py", "level1/1_Square_matrix_multiplication_", "full"),
+    ("tall-skinny matmul, CUDA fp32", "agents/demo_kernels/cuda/l1_9_tall_skinny_matmul.py",
+     "level1/9_Tall_skinny_matrix_multiplication_", "full"),
+]
+
+
+def spread(xs: list[float]) -> float | None:
+    xs = [x for x in xs if x]
+    return max(xs) / min(xs) if len(xs) >= 2 else None
+
+
+def table(rows: list[dict], reps: int) -> str:
+    lines = ["| kernel | problem (size) | verified | kernel ms (median) | verified speedup (median) | "
+             "speedup max/min | kernel ms max/min | baseline ms max/min | processes |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for label, _, pid, size in KERNELS:
+        rs = [r for r in rows if r["kernel"] == label and r["status"] == "ok" and r["verified_speedup"]]
+        if not rs:
+            errs = {(r.get("error") or r["status"])[-80:] for r in rows if r["kernel"] == label}
+            lines.append(f"| {label} | {pid} ({size}) | not measured: {'; '.join(errs) or 'not run'} | | | | | | |")
+            continue
+        sp = [r["verified_speedup"] for r in rs]
+        km = [r["verified_kernel_ms"] for r in rs]
+        bm = [r["verified_baseline_ms"] for r in rs]
+        lines.append(f"| {label} | {pid} ({size}) | {','.join(sorted({r['verified_verdict'] for r in rs}))} | "
+                     f"{statistics.median(km):.4f} | {statistics.median(sp):.3f}x | {spread(sp):.3f} | "
+                     f"{spread(km):.3f} | {spread(bm):.3f} | {len(rs)}/{reps} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default="results")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--cache-dir", default=None, help="build cache (reuse one a throughput run filled)")
+    ap.add_argument("--verified-seconds", type=float, default=1.5, help="verified timing budget per subject")
+    ap.add_argument("--budget-s", type=float, default=1e9, help="start no evaluation after this many seconds")
+    args = ap.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = EvalSettings(verified_seconds_per_subject=args.verified_seconds, expected_bytes_budget=3 * 2**30)
+    t_start = time.perf_counter()
+    evs = {size: harness.Evaluator("cuda", size, settings=settings, cache_dir=args.cache_dir)
+           for size in ("small", "full")}
+    sources = {f: (ROOT / f).read_text() for _, f, _, _ in KERNELS}
+    with ThreadPoolExecutor(len(sources)) as pool:  # compile everything before anything is timed
+        builds = dict(zip(sources, pool.map(evs["small"].build, sources.values()), strict=True))
+    for f, b in builds.items():
+        print(f"build {f}: ok={b.ok} {b.seconds:.0f}s cached={b.cached} {b.error[-300:]}", flush=True)
+    rows: list[dict] = []
+    env = None
+    for rep in range(args.reps):
+        for label, f, pid, size in KERNELS:
+            if time.perf_counter() - t_start > args.budget_s:
+                break
+            t0 = time.perf_counter()
+            r = evs[size].evaluate(sources[f], pid)
+            v = r.results["verified"]
+            env = env or (r.record.environment.model_dump() if r.record.environment else None)
+            rows.append({"rep": rep, "kernel": label, "problem": pid, "size": size, "status": r.record.status,
+                         "verified_verdict": v.verdict, "verified_speedup": v.speedup,
+                         "verified_kernel_ms": v.kernel_ms, "verified_baseline_ms": v.baseline_ms,
+                         "reasons": v.reasons[:3], "error": (r.record.error or "")[-400:],
+                         "seconds": time.perf_counter() - t0})
+            print(json.dumps(rows[-1]), flush=True)
+            (out / "reproducibility.json").write_text(json.dumps({"environment": env, "rows": rows}, indent=1))
+    for ev in evs.values():
+        ev.close()
+    head = (f"Verified speedup over {args.reps} separate candidate processes per kernel "
+            f"(verified timing budget {args.verified_seconds:g} s per subject; generated by "
+            "`benchmarks/reproducibility.py`).\n\n")
+    (out / "reproducibility.md").write_text(head + table(rows, args.reps))
+    print(head + table(rows, args.reps))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
