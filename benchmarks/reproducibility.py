@@ -39,8 +39,8 @@ KERNELS = [  # (label, file, problem, size)
      "level1/1_Square_matrix_multiplication_", "full"),
     ("conv + fused ReLU/bias epilogue", "harness/examples/cuda/conv_relu_bias.py", "level2/1_Conv2D_ReLU_BiasAdd", "full"),
     ("matmul 4096^3, CUDA tiled fp32", "harness/examples/cuda/matmul_fp32.py", "level1/1_Square_matrix_multiplication_", "full"),
-    ("tall-skinny matmul, CUDA fp32", "agents/demo_kernels/cuda/l1_9_tall_skinny_matmul.py",
-     "level1/9_Tall_skinny_matrix_multiplication_", "full"),
+    ("ReLU, CUDA float4 shape-specialised", "harness/fixtures/legit/cuda/cuda_relu_vec4_specialised.py",
+     "level1/19_ReLU", "small"),
 ]
 
 

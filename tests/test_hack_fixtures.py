@@ -45,10 +45,19 @@ def test_fixture_headers_are_complete():
     assert len([f for f in fixtures if f.kind == "legit"]) >= 8
     for f in fixtures:
         assert f.expected_naive in harness.VERDICTS and f.expected_verified in harness.VERDICTS, f.name
+        assert f.expected_naive_on("cuda") in harness.VERDICTS, f.name
         if f.kind == "hacks":
             assert f.caught_by or f.provenance or f.known_gap, f"{f.name}: names nothing that catches it"
         else:
             assert f.expected_verified == "correct" and not f.caught_by, f.name
+
+
+def test_device_specific_naive_expectation():
+    forge = next(f for f in all_fixtures() if f.path.stem == "forge_result_channel_relu")
+    assert forge.expected_naive_on("cpu") == "incorrect"
+    assert forge.expected_naive_on("cuda:0") == "runtime_error"
+    plain = next(f for f in all_fixtures() if f.path.stem == "identity_relu")
+    assert plain.expected_naive_on("cuda") == plain.expected_naive == "correct"
 
 
 @pytest.mark.parametrize("fx", [_param(f) for f in CPU_FIXTURES])
