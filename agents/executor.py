@@ -13,7 +13,10 @@
   parallel evaluation workers (default 1, so timings do not compete with each other).
 
 So a GPU worker only ever picks up candidates whose build has finished, and model calls (asyncio, in
-the driver) never wait on either. The same (source, problem) is measured once per executor: a
+the driver) never wait on either. The first submission for a problem also queues the computation of
+its reference outputs (``Evaluator.prepare``), which an idle worker does while the candidate still
+compiles; with several workers, the one that takes it is ready and the others compute theirs on first
+use, as before. The same (source, problem) is measured once per executor: a
 re-submitted kernel gets the first submission's future ("measure once, score many").
 
 A Ray executor (issue 9) implements the same three methods: ``submit``, ``stats`` and ``close``.
@@ -32,6 +35,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+_PREPARE = object()  # queue item tag: compute a problem's reference outputs ahead of its candidates
+
 
 class ExecutorStats(BaseModel):
     queued_builds: int = 0
@@ -41,6 +46,7 @@ class ExecutorStats(BaseModel):
     done: int = 0
     failed_builds: int = 0
     reused: int = 0
+    prepared: int = 0  # problems whose reference outputs a worker computed ahead of their candidates
     workers: int = 0
 
 
@@ -93,6 +99,7 @@ class LocalExecutor(Executor):
         self._lock = threading.Lock()
         self._builds: dict[str, Future] = {}
         self._results: dict[tuple[str, str], Future] = {}
+        self._prepared: set[str] = set()
         self._stats = ExecutorStats(workers=self.n_workers)
         self._closed = False
         self._threads = [threading.Thread(target=self._worker, args=(i,), name=f"kv-eval-{i}", daemon=True)
@@ -113,6 +120,9 @@ class LocalExecutor(Executor):
                 return self._results[(h, problem_id)]
             result: Future = Future()
             self._results[(h, problem_id)] = result
+            if problem_id not in self._prepared:
+                self._prepared.add(problem_id)
+                self._queue.put((_PREPARE, problem_id))
             build = self._builds.get(h)
             if build is None:
                 self._stats.queued_builds += 1
@@ -136,7 +146,7 @@ class LocalExecutor(Executor):
                     item = self._queue.get_nowait()
                 except queue.Empty:
                     break
-                if item is not None:
+                if item is not None and item[0] is not _PREPARE:
                     item[2].cancel()
         self._build_pool.shutdown(wait=not cancel, cancel_futures=cancel)
         for _ in self._threads:
@@ -191,6 +201,14 @@ class LocalExecutor(Executor):
             item = self._queue.get()
             if item is None:
                 return
+            if item[0] is _PREPARE:
+                try:
+                    evaluator.prepare(item[1])
+                    with self._lock:
+                        self._stats.prepared += 1
+                except Exception:  # noqa: BLE001 - the evaluation computes it again and reports the failure
+                    pass
+                continue
             source, problem_id, result, built = item
             with self._lock:
                 self._stats.queued_evals -= 1

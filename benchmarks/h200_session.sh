@@ -3,8 +3,9 @@
 #
 #   bash benchmarks/h200_session.sh RESULTS_DIR
 #
-# Order: reward-hack suite (issue 4), throughput and build latency, timer vs profiler, reproducibility
-# (issue 8). Nothing else runs on the GPU meanwhile: the throughput passes and the timing benchmarks
+# Order: reward-hack suite (issue 4), throughput and build latency, pre-started worker overhead, timer
+# vs profiler, reproducibility (issue 8). About 30 minutes in all: the reproducibility step needs ~10
+# minutes for 5 processes per kernel (the first run gave it 330 s: 2-3 processes each). Nothing else runs on the GPU meanwhile: the throughput passes and the timing benchmarks
 # would disturb each other. Each step's log and tables land in RESULTS_DIR as it finishes, and
 # RESULTS_DIR/done names the steps finished, so a caller can collect partial results at any time.
 set -u
@@ -22,7 +23,8 @@ python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.versio
 step hack_suite python3 benchmarks/gpu_hack_suite.py --device cuda --quick --out "$R/h200_hack_suite.md"
 step throughput python3 benchmarks/throughput.py --device cuda --candidates cuda --serial-sample 3 \
     --verified-seconds 1.0 --cache-root /tmp/kv-throughput --out "$R"
+step worker_overhead python3 benchmarks/worker_overhead.py --device cuda --n 12 --out "$R"
 step timer_agreement python3 benchmarks/timer_agreement.py --out "$R"
-step reproducibility python3 benchmarks/reproducibility.py --reps 5 --verified-seconds 1.0 --budget-s 330 \
+step reproducibility python3 benchmarks/reproducibility.py --reps 5 --verified-seconds 1.0 --budget-s 600 \
     --cache-dir /tmp/kv-throughput/pipelined --out "$R"
 echo all >>"$R/done"

@@ -151,6 +151,8 @@ def main() -> int:
     ap.add_argument("--cache-root", default=None,
                     help="keep the serial and pipelined build caches under this (empty) folder, e.g. for "
                          "benchmarks/reproducibility.py --cache-dir ROOT/pipelined (default: temporary)")
+    ap.add_argument("--prespawn", action="store_true",
+                    help="EvalSettings.prespawn_worker: start each next candidate process ahead of its job")
     ap.add_argument("--out", default="results")
     args = ap.parse_args()
     out = Path(args.out)
@@ -162,7 +164,7 @@ def main() -> int:
         cands = [(f.source(), f.problem) for f in fixtures][: args.limit or None]
     serial_cands = sample(cands, args.serial_sample)
     vsec = args.verified_seconds or (2.0 if args.device != "cpu" else 0.5)
-    settings = EvalSettings(verified_seconds_per_subject=vsec,
+    settings = EvalSettings(verified_seconds_per_subject=vsec, prespawn_worker=args.prespawn,
                             verified_max_iters=200, cpu_threads=1 if args.device == "cpu" else None)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -189,6 +191,8 @@ def main() -> int:
                 row = {"pass": f"{kind}-{mode}", "candidates": len(evs), "wall_s": wall,
                        "wall_s_for_set": projected, "projected": len(evs) < len(cands),
                        "per_hour": 3600 * len(evs) / wall, "seconds": split(evs),
+                       "phase_seconds": {k: sum(e.record.phase_seconds.get(k, 0.0) for e in evs)
+                                         for k in sorted({k for e in evs for k in e.record.phase_seconds})},
                        "build_median_s": pct(builds, 0.5), "build_p90_s": pct(builds, 0.9), "builds": len(builds),
                        "overhead_median_s": statistics.median(overheads) if overheads else None,
                        "verdicts": {v: sum(1 for e in evs if e.results["verified"].verdict == v)

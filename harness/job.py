@@ -24,6 +24,11 @@ class EvalSettings(BaseModel):
     measure_timing: bool = True
     cpu_threads: int | None = Field(None, description="torch threads in the child (None: torch default)")
     max_output_file_bytes: int = Field(2 * 2**30, description="RLIMIT_FSIZE for the candidate process")
+    prespawn_worker: bool = Field(
+        False, description="start the next candidate process (Python, torch and the harness imported; no device "
+                           "context, no candidate code) while the current one runs. Off by default: measured on "
+                           "a 2-core CPU only, where its imports slow the measured process by as much as they save "
+                           "(benchmarks/worker_overhead.py)")
 
 
 class JobSpec(BaseModel):

@@ -29,7 +29,7 @@ from .job import EvalSettings, JobSpec
 from .protocols import PROTOCOLS, Protocol, ProtocolResult, score
 from .record import Environment, GuardOutcome, MeasurementRecord, Memory, Timing, TrialResult
 from .roofline_bound import roofline_for
-from .sandbox import run_module
+from .sandbox import Child, kill_group, run_module, spawn_module, wait_child
 from .static_scan import scan
 
 DEFAULT_CACHE = Path(os.environ.get("KV_CACHE_DIR", Path.home() / ".cache" / "kernelverify"))
@@ -76,6 +76,30 @@ def _child_env(ext_dir: Path, device: str, gpu_index: int | None = None) -> dict
     return env
 
 
+class _Spare(NamedTuple):
+    """A candidate process started ahead of its job, with its working folder and result pipe."""
+
+    child: Child
+    work: Path
+    read_fd: int
+    write_fd: int
+
+    def discard(self) -> None:
+        kill_group(self.child.proc)
+        self.child.proc.wait()
+        if self.child.proc.stdin is not None:
+            try:
+                self.child.proc.stdin.close()
+            except OSError:
+                pass
+        for fd in (self.read_fd, self.write_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
 class Evaluator:
     """Evaluates candidates; holds the build cache location and per-problem reference outputs."""
 
@@ -92,9 +116,11 @@ class Evaluator:
         self._tmp_root = Path(tempfile.mkdtemp(prefix="kv-eval-"))
         self._refs: dict[str, tuple[Path, JobSpec, dict]] = {}
         self._lock = threading.Lock()
+        self._spare: _Spare | None = None
         self._ref_locks: dict[str, threading.Lock] = {}
 
     def close(self) -> None:
+        self._discard_spare()
         if not self.keep_temp:
             shutil.rmtree(self._tmp_root, ignore_errors=True)
 
@@ -168,6 +194,11 @@ class Evaluator:
             self._refs[problem.id] = (ref_dir, job, summary)
             return self._refs[problem.id]
 
+    def prepare(self, problem_id: str) -> None:
+        """Compute (or find) a problem's reference outputs now, so a later ``evaluate`` of it skips that
+        step. A pool calls it while candidates are still compiling, when the GPU would sit idle."""
+        self.reference(self._problem(problem_id))
+
     # -- evaluation ---------------------------------------------------------------------------------
     def evaluate(self, source: str, problem_id: str, protocols: list[str | Protocol] | None = None,
                  build: BuildResult | None = None) -> Evaluation:
@@ -206,8 +237,13 @@ class Evaluator:
             record.roofline = roofline_for(problem, self.size, self.device, name)
         except Exception:  # noqa: BLE001 - a missing bound never blocks an evaluation
             record.roofline = None
-        work = Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root))
-        read_fd, write_fd = os.pipe()
+        spare = self._take_spare()
+        if spare is not None:
+            work, read_fd, write_fd = spare.work, spare.read_fd, spare.write_fd
+        else:
+            work = Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root))
+            read_fd, write_fd = os.pipe()
+        record.worker_prespawned = spare is not None
         nonce = secrets.token_hex(16)
         ext = self.extensions_dir(source)
         job = ref_job.model_copy(update=dict(candidate_source=source, candidate_hash=record.candidate_hash,
@@ -240,11 +276,30 @@ class Evaluator:
             th = threading.Thread(target=reader, args=(proc, deadline), daemon=True)
             th.start()
             t["thread"] = th
+            if self._prespawn:  # the next candidate's process imports torch while this one runs
+                self._refill_spare()
 
         t_worker = time.perf_counter()
-        res = run_module("harness.worker", [str(work / "job.json")], cwd=work, env=_child_env(ext, self.device, self.gpu_index),
-                         timeout_s=self.settings.eval_timeout_s + self.settings.build_timeout_s,
-                         max_file_bytes=self.settings.max_output_file_bytes, pass_fds=(write_fd,), on_start=on_start)
+        timeout_s = self.settings.eval_timeout_s + self.settings.build_timeout_s
+        if spare is not None:
+            try:
+                spare.child.proc.stdin.write(f"{work / 'job.json'}\n".encode())
+                spare.child.proc.stdin.close()
+            except OSError:  # it died just now: start a fresh process for this job instead
+                spare.discard()
+                spare = None
+                record.worker_prespawned = False
+                work = Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root))
+                read_fd, write_fd = os.pipe()  # the reader reads these names when it starts
+                job = job.model_copy(update=dict(work_dir=str(work), result_fd=write_fd))
+                (work / "job.json").write_text(job.model_dump_json())
+        if spare is not None:
+            # Its clock starts now, at the job, not when it was started.
+            res = wait_child(spare.child, timeout_s, on_start, started=t_worker)
+        else:
+            res = run_module("harness.worker", [str(work / "job.json")], cwd=work,
+                             env=_child_env(ext, self.device, self.gpu_index), timeout_s=timeout_s,
+                             max_file_bytes=self.settings.max_output_file_bytes, pass_fds=(write_fd,), on_start=on_start)
         if t["thread"] is not None:
             t["thread"].join(timeout=10)
         self._assemble(record, messages, res)
@@ -254,6 +309,49 @@ class Evaluator:
         if not self.keep_temp:
             shutil.rmtree(work, ignore_errors=True)
         return record
+
+    # -- pre-started candidate processes -------------------------------------------------------------
+    @property
+    def _prespawn(self) -> bool:
+        return self.settings.prespawn_worker
+
+    def _refill_spare(self) -> None:
+        """Start a worker that imports torch and the harness, then waits on stdin for its job. Started
+        from the measuring thread: a child's PR_SET_PDEATHSIG follows the thread that forked it."""
+        with self._lock:
+            if self._spare is not None:
+                return
+        work = Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root))
+        read_fd, write_fd = os.pipe()
+        try:
+            # TORCH_EXTENSIONS_DIR is set per job by the worker (wait_for_job), from the job file.
+            child = spawn_module("harness.worker", ["--spare"], cwd=work,
+                                 env=_child_env(self.cache_dir / "extensions" / "_spare", self.device, self.gpu_index),
+                                 max_file_bytes=self.settings.max_output_file_bytes, pass_fds=(write_fd,),
+                                 stdin_pipe=True)
+        except OSError:
+            os.close(read_fd)
+            os.close(write_fd)
+            shutil.rmtree(work, ignore_errors=True)
+            return
+        with self._lock:
+            self._spare = _Spare(child, work, read_fd, write_fd)
+
+    def _take_spare(self) -> _Spare | None:
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is None:
+            return None
+        if spare.child.proc.poll() is not None:  # died while waiting (killed, or its thread ended)
+            spare.discard()
+            return None
+        return spare
+
+    def _discard_spare(self) -> None:
+        with self._lock:
+            spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.discard()
 
     @staticmethod
     def _assemble(record: MeasurementRecord, messages: list[dict], res) -> None:

@@ -9,6 +9,7 @@ path, memory beyond what the GPU or OS itself refuses.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import resource
@@ -94,29 +95,58 @@ def kill_group(proc: subprocess.Popen) -> None:
         pass
 
 
+@dataclass
+class Child:
+    """A sandboxed child that is running (``spawn_module``); ``wait_child`` collects it."""
+
+    proc: subprocess.Popen
+    out_path: Path
+    err_path: Path
+    started: float
+
+
+def spawn_module(module: str, args: list[str], *, cwd: Path, env: dict[str, str], max_file_bytes: int,
+                 isolate_network: bool = True, pass_fds: tuple[int, ...] = (), stdin_pipe: bool = False) -> Child:
+    """Start ``python -m module args`` sandboxed and return at once. With ``stdin_pipe`` the parent
+    can write to its stdin (a pre-started worker waits there for its job)."""
+    out_path, err_path = cwd / f"{module}.stdout", cwd / f"{module}.stderr"
+    with out_path.open("wb") as out, err_path.open("wb") as err:  # the child keeps its own copies
+        proc = subprocess.Popen(
+            [sys.executable, "-m", module, *args], cwd=cwd, env=env, stdout=out, stderr=err,
+            stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL, start_new_session=True,
+            pass_fds=pass_fds, preexec_fn=_preexec(max_file_bytes, isolate_network),
+        )
+    return Child(proc, out_path, err_path, time.perf_counter())
+
+
+def wait_child(child: Child, timeout_s: float, on_start=None, started: float | None = None) -> ChildResult:
+    """Wait for ``child`` at most ``timeout_s`` from ``started`` (default: its start), then kill its
+    whole process group, whatever it left running. ``on_start(proc, deadline)`` may read pipes."""
+    proc = child.proc
+    start = child.started if started is None else started
+    timed_out = False
+    try:
+        if on_start is not None:
+            on_start(proc, start + timeout_s)
+        proc.wait(timeout=max(0.1, start + timeout_s - time.perf_counter()))
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        kill_group(proc)  # also reaps anything it forked into its group
+        proc.wait()
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError):
+                proc.stdin.close()
+    return ChildResult(
+        returncode=None if timed_out else proc.returncode, timed_out=timed_out,
+        seconds=time.perf_counter() - start, stdout_tail=tail(child.out_path), stderr_tail=tail(child.err_path),
+    )
+
+
 def run_module(module: str, args: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
                max_file_bytes: int, isolate_network: bool = True, pass_fds: tuple[int, ...] = (),
                on_start=None) -> ChildResult:
     """Run ``python -m module args`` sandboxed; ``on_start(proc)`` may read pipes while it runs."""
-    out_path, err_path = cwd / f"{module}.stdout", cwd / f"{module}.stderr"
-    start = time.perf_counter()
-    with out_path.open("wb") as out, err_path.open("wb") as err:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", module, *args], cwd=cwd, env=env, stdout=out, stderr=err,
-            stdin=subprocess.DEVNULL, start_new_session=True, pass_fds=pass_fds,
-            preexec_fn=_preexec(max_file_bytes, isolate_network),
-        )
-        timed_out = False
-        try:
-            if on_start is not None:
-                on_start(proc, start + timeout_s)
-            proc.wait(timeout=max(0.1, start + timeout_s - time.perf_counter()))
-        except subprocess.TimeoutExpired:
-            timed_out = True
-        finally:
-            kill_group(proc)  # also reaps anything it forked into its group
-            proc.wait()
-    return ChildResult(
-        returncode=None if timed_out else proc.returncode, timed_out=timed_out,
-        seconds=time.perf_counter() - start, stdout_tail=tail(out_path), stderr_tail=tail(err_path),
-    )
+    child = spawn_module(module, args, cwd=cwd, env=env, max_file_bytes=max_file_bytes,
+                         isolate_network=isolate_network, pass_fds=pass_fds)
+    return wait_child(child, timeout_s, on_start)

@@ -493,8 +493,25 @@ def main(job_path: str) -> int:
     return 0
 
 
+def wait_for_job() -> str | None:
+    """Pre-started mode (``--spare``): torch and the harness are imported; block until the parent
+    writes the job path on stdin. The job's extensions folder is set before any candidate code runs,
+    as the environment of a freshly started worker would have it. None: the parent closed the pipe
+    (the evaluator closed or the spare was discarded)."""
+    line = sys.stdin.readline().strip()
+    if not line:
+        return None
+    job = JobSpec.model_validate_json(Path(line).read_text())
+    if job.extensions_dir:
+        os.environ["TORCH_EXTENSIONS_DIR"] = job.extensions_dir
+    return line
+
+
 if __name__ == "__main__":
-    code = main(sys.argv[1])
+    job_path = wait_for_job() if sys.argv[1] == "--spare" else sys.argv[1]
+    if job_path is None:
+        os._exit(0)
+    code = main(job_path)
     sys.stdout.flush()
     sys.stderr.flush()
     # Leave without running interpreter shutdown (candidate atexit hooks, thread joins).

@@ -1,0 +1,33 @@
+"""The local evaluation pool: reference outputs computed ahead of the candidates that need them."""
+
+from pathlib import Path
+
+from agents.executor import LocalExecutor
+
+ROOT = Path(__file__).resolve().parent.parent
+HONEST_RELU = (ROOT / "harness" / "fixtures" / "legit" / "cpu" / "inplace_on_own_buffer_relu.py").read_text()
+
+
+def test_reference_is_prepared_before_the_first_candidate_of_a_problem(tmp_path):
+    with LocalExecutor("cpu", "small", cache_dir=tmp_path) as ex:
+        first = ex.submit(HONEST_RELU, "level1/19_ReLU").result(timeout=300)
+        second = ex.submit(HONEST_RELU + "\n# resubmitted\n", "level1/19_ReLU").result(timeout=300)
+        stats = ex.stats()
+    assert first.results["verified"].verdict == "correct"
+    assert stats.prepared == 1  # one problem, prepared once
+    # The worker computed the reference before it took the candidate: the evaluation found it ready.
+    assert first.record.phase_seconds["reference"] < 0.05
+    assert second.record.phase_seconds["reference"] < 0.05
+
+
+def test_a_problem_whose_reference_fails_still_gets_a_verdict_per_candidate(tmp_path):
+    with LocalExecutor("cpu", "small", cache_dir=tmp_path) as ex:
+        fut = ex.submit(HONEST_RELU, "level1/no_such_problem")
+        try:
+            fut.result(timeout=300)
+        except Exception as exc:  # noqa: BLE001 - the error belongs to this future, not to the pool
+            assert "no_such_problem" in str(exc)
+        else:
+            raise AssertionError("an unknown problem must fail its future")
+        stats = ex.stats()
+    assert stats.prepared == 0
