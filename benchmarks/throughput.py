@@ -196,7 +196,14 @@ def main() -> int:
                        "build_median_s": pct(builds, 0.5), "build_p90_s": pct(builds, 0.9), "builds": len(builds),
                        "overhead_median_s": statistics.median(overheads) if overheads else None,
                        "verdicts": {v: sum(1 for e in evs if e.results["verified"].verdict == v)
-                                    for v in harness.VERDICTS}}
+                                    for v in harness.VERDICTS},
+                       # Per candidate, to compare timings taken while other candidates compiled (cold)
+                       # with the same candidates timed on a quiet host (warm).
+                       "candidates_detail": [
+                           {"problem": e.record.problem_id, "hash": e.record.candidate_hash[:12],
+                            "verified": e.results["verified"].verdict, "speedup": e.results["verified"].speedup,
+                            "kernel_ms": e.results["verified"].kernel_ms, "eval_s": e.record.eval_seconds,
+                            "prespawned": e.record.worker_prespawned} for e in evs]}
                 rows.append(row)
                 print(json.dumps(row), flush=True)
     by = {r["pass"]: r for r in rows}
@@ -224,6 +231,12 @@ def main() -> int:
         lines.append(f"\npipelined vs serial ({mode} cache): {ratio:.2f}x throughput{note}")
     pipe = [r for r in rows if r["pass"].startswith("pipelined")]
     same = all(r["verdicts"] == pipe[0]["verdicts"] for r in pipe)
+    cold_t = {d["hash"]: d["kernel_ms"] for d in by["pipelined-cold"]["candidates_detail"] if d["kernel_ms"]}
+    ratios = [cold_t[d["hash"]] / d["kernel_ms"] for d in by["pipelined-warm"]["candidates_detail"]
+              if d["kernel_ms"] and d["hash"] in cold_t]
+    if ratios:
+        lines.append(f"\nverified kernel time while other candidates compiled / on a quiet host (same candidates): "
+                     f"median {statistics.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f} (n={len(ratios)})")
     lines.append(f"\nverdict tallies identical between the two pipelined passes: {same} "
                  f"({', '.join(f'{k} {v}' for k, v in pipe[0]['verdicts'].items() if v)})")
     text = "\n".join(lines) + "\n"
