@@ -48,6 +48,7 @@ class ExecutorStats(BaseModel):
     reused: int = 0
     prepared: int = 0  # problems whose reference outputs a worker computed ahead of their candidates
     workers: int = 0
+    per_worker: list[int] = []  # evaluations finished by each worker (one per GPU): is every GPU used?
 
 
 class Executor(ABC):
@@ -100,7 +101,7 @@ class LocalExecutor(Executor):
         self._builds: dict[str, Future] = {}
         self._results: dict[tuple[str, str], Future] = {}
         self._prepared: set[str] = set()
-        self._stats = ExecutorStats(workers=self.n_workers)
+        self._stats = ExecutorStats(workers=self.n_workers, per_worker=[0] * self.n_workers)
         self._closed = False
         self._threads = [threading.Thread(target=self._worker, args=(i,), name=f"kv-eval-{i}", daemon=True)
                          for i in range(self.n_workers)]
@@ -133,7 +134,7 @@ class LocalExecutor(Executor):
 
     def stats(self) -> ExecutorStats:
         with self._lock:
-            return self._stats.model_copy()
+            return self._stats.model_copy(deep=True)
 
     def close(self, cancel: bool = False) -> None:
         with self._lock:
@@ -227,6 +228,7 @@ class LocalExecutor(Executor):
                 with self._lock:
                     self._stats.evaluating -= 1
                     self._stats.done += 1
+                    self._stats.per_worker[index] += 1
 
 
 def _gpu_count() -> int:

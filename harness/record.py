@@ -143,6 +143,7 @@ class MeasurementRecord(BaseModel):
     build_cached: bool = False
     eval_seconds: float | None = None
     worker_prespawned: bool = Field(False, description="the candidate ran in a process started ahead of time")
+    gpu_index: int | None = Field(None, description="the physical GPU (CUDA_VISIBLE_DEVICES) a pool worker pinned it to")
     phase_seconds: dict[str, float] = Field(
         default_factory=dict, description="reference, startup, load (incl. import/build hit), init, correctness, timing")
     naive_trials: list[TrialResult] = Field(default_factory=list)

@@ -9,6 +9,7 @@ are computed once per Evaluator (with seeds drawn fresh when it starts) and shar
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import secrets
@@ -146,6 +147,19 @@ class Evaluator:
         marker = ext / ".built-ok"
         if marker.exists():
             return BuildResult(True, 0.0, "", True)
+        # One build per source at a time across evaluators and processes sharing the cache. The lock is
+        # a flock, released by the kernel when its holder dies, unlike the `lock` file torch's
+        # cpp_extension leaves behind when a build is killed (every later build of that source would
+        # then wait on it until its time limit).
+        with open(ext / ".kv-build.lock", "w") as held:
+            fcntl.flock(held, fcntl.LOCK_EX)
+            if marker.exists():  # built by whoever held the lock before us
+                return BuildResult(True, 0.0, "", True)
+            for stale in ext.glob("*/lock"):
+                stale.unlink(missing_ok=True)
+            return self._build_locked(source, ext, marker)
+
+    def _build_locked(self, source: str, ext: Path, marker: Path) -> BuildResult:
         work = Path(tempfile.mkdtemp(prefix="build-", dir=self._tmp_root))
         src_path = work / "candidate_src.py"
         src_path.write_text(source)
@@ -219,6 +233,7 @@ class Evaluator:
                                    device=self.device, created_at=datetime.now(UTC).isoformat(),
                                    problem_flags=[f.kind for f in problem.meta.flags])
         record.provenance = scan(source)
+        record.gpu_index = self.gpu_index
         built = build or self.build(source)
         record.build_seconds, record.build_cached = built.seconds, built.cached
         if not built.ok:

@@ -15,9 +15,19 @@ def test_reference_is_prepared_before_the_first_candidate_of_a_problem(tmp_path)
         stats = ex.stats()
     assert first.results["verified"].verdict == "correct"
     assert stats.prepared == 1  # one problem, prepared once
+    assert stats.per_worker == [2]  # preparing is not counted as an evaluation
     # The worker computed the reference before it took the candidate: the evaluation found it ready.
     assert first.record.phase_seconds["reference"] < 0.05
     assert second.record.phase_seconds["reference"] < 0.05
+
+
+def test_evaluations_are_spread_over_the_workers(tmp_path):
+    sources = [HONEST_RELU + f"\n# copy {i}\n" for i in range(4)]
+    with LocalExecutor("cpu", "small", gpus=2, cache_dir=tmp_path) as ex:
+        results = [f.result(timeout=600) for f in [ex.submit(s, "level1/19_ReLU") for s in sources]]
+        stats = ex.stats()
+    assert [r.results["verified"].verdict for r in results] == ["correct"] * 4
+    assert sum(stats.per_worker) == 4 and all(n >= 1 for n in stats.per_worker), stats.per_worker
 
 
 def test_a_problem_whose_reference_fails_still_gets_a_verdict_per_candidate(tmp_path):

@@ -1,0 +1,43 @@
+"""A build killed mid-way must not wedge later builds of the same source, and concurrent builds of one
+source (two evaluators sharing a cache) compile it once."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+import harness
+from harness import EvalSettings
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCE = (ROOT / "harness" / "examples" / "relu_cpp.py").read_text()
+
+
+@pytest.mark.slow
+def test_stale_torch_lock_is_cleared_and_concurrent_builds_compile_once(tmp_path):
+    settings = EvalSettings(build_timeout_s=400)
+    a = harness.Evaluator("cpu", "small", settings=settings, cache_dir=tmp_path)
+    b = harness.Evaluator("cpu", "small", settings=settings, cache_dir=tmp_path)
+    # What torch's cpp_extension leaves when its build process is killed: its FileBaton `lock` file.
+    # Without the cleanup, load_inline waits on it until the build's time limit.
+    ext = a.extensions_dir(SOURCE)
+    (ext / "kv_example_relu_cpp").mkdir(parents=True)
+    (ext / "kv_example_relu_cpp" / "lock").write_text("")
+    results = {}
+
+    def build(name, ev):
+        results[name] = ev.build(SOURCE)
+
+    threads = [threading.Thread(target=build, args=(n, ev)) for n, ev in (("a", a), ("b", b))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    a.close()
+    b.close()
+    assert all(r.ok and not r.timed_out for r in results.values()), results
+    # One of them compiled; the other waited for it and found the finished build.
+    assert sorted(r.cached for r in results.values()) == [False, True], results
+    assert not (ext / "kv_example_relu_cpp" / "lock").exists()
