@@ -3,13 +3,15 @@
 from pathlib import Path
 
 from agents.executor import LocalExecutor
+from harness import EvalSettings
 
 ROOT = Path(__file__).resolve().parent.parent
+QUICK = EvalSettings(naive_timing_trials=5, verified_min_iters=3, verified_max_iters=6, verified_seconds_per_subject=0.2)
 HONEST_RELU = (ROOT / "harness" / "fixtures" / "legit" / "cpu" / "inplace_on_own_buffer_relu.py").read_text()
 
 
 def test_reference_is_prepared_before_the_first_candidate_of_a_problem(tmp_path):
-    with LocalExecutor("cpu", "small", cache_dir=tmp_path) as ex:
+    with LocalExecutor("cpu", "small", settings=QUICK, cache_dir=tmp_path) as ex:
         first = ex.submit(HONEST_RELU, "level1/19_ReLU").result(timeout=300)
         second = ex.submit(HONEST_RELU + "\n# resubmitted\n", "level1/19_ReLU").result(timeout=300)
         stats = ex.stats()
@@ -23,7 +25,7 @@ def test_reference_is_prepared_before_the_first_candidate_of_a_problem(tmp_path)
 
 def test_evaluations_are_spread_over_the_workers(tmp_path):
     sources = [HONEST_RELU + f"\n# copy {i}\n" for i in range(4)]
-    with LocalExecutor("cpu", "small", gpus=2, cache_dir=tmp_path) as ex:
+    with LocalExecutor("cpu", "small", gpus=2, settings=QUICK, cache_dir=tmp_path) as ex:
         results = [f.result(timeout=600) for f in [ex.submit(s, "level1/19_ReLU") for s in sources]]
         stats = ex.stats()
     assert [r.results["verified"].verdict for r in results] == ["correct"] * 4
@@ -31,7 +33,7 @@ def test_evaluations_are_spread_over_the_workers(tmp_path):
 
 
 def test_a_problem_whose_reference_fails_still_gets_a_verdict_per_candidate(tmp_path):
-    with LocalExecutor("cpu", "small", cache_dir=tmp_path) as ex:
+    with LocalExecutor("cpu", "small", settings=QUICK, cache_dir=tmp_path) as ex:
         fut = ex.submit(HONEST_RELU, "level1/no_such_problem")
         try:
             fut.result(timeout=300)
