@@ -349,8 +349,11 @@ class Evaluator:
             os.close(write_fd)
             shutil.rmtree(work, ignore_errors=True)
             return
+        spare = _Spare(child, work, read_fd, write_fd)
         with self._lock:
-            self._spare = _Spare(child, work, read_fd, write_fd)
+            spare, self._spare = (spare, self._spare) if self._spare is not None else (None, spare)
+        if spare is not None:  # another thread refilled it meanwhile: keep one
+            spare.discard()
 
     def _take_spare(self) -> _Spare | None:
         with self._lock:
