@@ -124,7 +124,13 @@ def profile(fn, ops: DeviceOps, iters: int) -> tuple[list[float], list[float], i
     with tempfile.NamedTemporaryFile(suffix=".json") as f:
         prof.export_chrome_trace(f.name)
         trace = json.loads(Path(f.name).read_text())
-    kernels = sorted((e for e in trace["traceEvents"] if e.get("cat") == "kernel"), key=lambda e: e["ts"])
+    return segments([e for e in trace["traceEvents"] if e.get("cat") == "kernel"])
+
+
+def segments(kernel_events: list[dict]) -> tuple[list[float], list[float], int]:
+    """Chrome-trace kernel events -> per-iteration (span ms, busy ms), number of streams: the kernels
+    between two markers, less the trailing L2 flush."""
+    kernels = sorted(kernel_events, key=lambda e: e["ts"])
     cuts = [k["ts"] for k in kernels if "bitwise_not" in k["name"]]
     spans, busy, streams = [], [], set()
     for a, b in zip(cuts, cuts[1:], strict=False):

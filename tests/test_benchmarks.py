@@ -1,0 +1,59 @@
+"""The benchmark scripts run on GPU time that is scarce: their CLIs and pure parts are checked here."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+SCRIPTS = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py"))
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_script_parses_its_arguments(script):
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--help"], capture_output=True,
+                       text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "usage:" in r.stdout
+
+
+def test_session_script_calls_only_existing_scripts():
+    text = (ROOT / "benchmarks" / "h200_session.sh").read_text()
+    called = {line.split("benchmarks/")[1].split()[0] for line in text.splitlines()
+              if "python3 benchmarks/" in line}
+    assert called and called <= set(SCRIPTS), called - set(SCRIPTS)
+
+
+def test_cuda_candidate_set_is_thirty_distinct_cuda_builds():
+    import throughput
+
+    cands = throughput.cuda_candidates()
+    assert len(cands) == 30 and len({s for s, _ in cands}) == 30
+    assert all("load_inline" in s and "cuda_sources" in s for s, _ in cands)
+    picked = throughput.sample(cands, 3)
+    assert len(picked) == 3 and picked[0] == cands[0]
+
+
+def _k(name, ts, dur, stream=7):
+    return {"cat": "kernel", "name": name, "ts": ts, "dur": dur, "args": {"stream": stream}}
+
+
+def test_profiler_trace_is_cut_into_iterations_without_the_flush():
+    import timer_agreement as ta
+
+    marker, flush = "void at::native::bitwise_not_kernel", "void at::native::FillFunctor<int>"
+    events = [
+        _k(flush, 0, 40), _k(marker, 50, 2),
+        _k("gemm_a", 100, 30, stream=7), _k("gemm_b", 110, 50, stream=9),  # two streams, overlapping
+        _k(flush, 300, 40), _k(marker, 350, 2),
+        _k("gemm_a", 400, 30),
+        _k(flush, 500, 40), _k(marker, 550, 2),
+    ]
+    spans, busy, streams = ta.segments(list(reversed(events)))  # order of the trace does not matter
+    assert spans == [0.06, 0.03]  # 100 -> 160 us, then 400 -> 430 us
+    assert busy == [0.08, 0.03]
+    assert streams == 2
