@@ -3,6 +3,13 @@
 #
 #   bash benchmarks/h200_session.sh RESULTS_DIR
 #
+# On a lent machine whose commands may run 10 minutes at most, start it detached and collect it over
+# several back-to-back calls (each begun within the machine's idle window, so it stays warm):
+#   call 1:  (setsid nohup bash benchmarks/h200_session.sh /tmp/kvres >/tmp/session.log 2>&1 &);
+#            for i in $(seq 112); do sleep 5; grep -q '^all' /tmp/kvres/done && break; done;
+#            tar czf $OUT/results.tar.gz -C /tmp/kvres .
+#   call 2+: the same loop and tar, without starting it again (check /tmp/kvres exists first).
+#
 # Order: reward-hack suite (issue 4), throughput and build latency, pre-started worker overhead, timer
 # vs profiler, reproducibility (issue 8). About 30 minutes in all: the reproducibility step needs ~10
 # minutes for 5 processes per kernel (the first run gave it 330 s: 2-3 processes each). Nothing else runs on the GPU meanwhile: the throughput passes and the timing benchmarks
