@@ -9,6 +9,7 @@ are computed once per Evaluator (with seeds drawn fresh when it starts) and shar
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -75,6 +76,24 @@ def _child_env(ext_dir: Path, device: str, gpu_index: int | None = None) -> dict
     if device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
     return env
+
+
+@contextlib.contextmanager
+def _source_lock(ext: Path):
+    """Exclusive per-source lock across threads and processes sharing the cache: a flock, which the
+    kernel releases when its holder dies, unlike the ``lock`` file torch's cpp_extension leaves behind
+    when a build is killed (every later load_inline of that source then waits on it)."""
+    with open(ext / ".kv-build.lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        yield
+
+
+def _clear_torch_batons(ext: Path) -> None:
+    """Remove torch's per-extension ``lock`` files; called under ``_source_lock``, so no build of ours
+    holds one. A candidate process of the same source loading it at this moment may lose its lock: it
+    then runs ninja on a finished build (nothing to do) alongside the next one, which is harmless."""
+    for stale in ext.glob("*/lock"):
+        stale.unlink(missing_ok=True)
 
 
 class _Spare(NamedTuple):
@@ -147,16 +166,11 @@ class Evaluator:
         marker = ext / ".built-ok"
         if marker.exists():
             return BuildResult(True, 0.0, "", True)
-        # One build per source at a time across evaluators and processes sharing the cache. The lock is
-        # a flock, released by the kernel when its holder dies, unlike the `lock` file torch's
-        # cpp_extension leaves behind when a build is killed (every later build of that source would
-        # then wait on it until its time limit).
-        with open(ext / ".kv-build.lock", "w") as held:
-            fcntl.flock(held, fcntl.LOCK_EX)
+        # One build per source at a time across evaluators and processes sharing the cache.
+        with _source_lock(ext):
             if marker.exists():  # built by whoever held the lock before us
                 return BuildResult(True, 0.0, "", True)
-            for stale in ext.glob("*/lock"):
-                stale.unlink(missing_ok=True)
+            _clear_torch_batons(ext)
             return self._build_locked(source, ext, marker)
 
     def _build_locked(self, source: str, ext: Path, marker: Path) -> BuildResult:
@@ -252,6 +266,12 @@ class Evaluator:
             record.roofline = roofline_for(problem, self.size, self.device, name)
         except Exception:  # noqa: BLE001 - a missing bound never blocks an evaluation
             record.roofline = None
+        if _builds_ahead(source):
+            # The candidate's own load_inline takes torch's lock file too, even on a cache hit: one
+            # left by a worker killed there (a timeout, a killed sweep before --resume) would make this
+            # evaluation wait until its time limit.
+            with _source_lock(ext := self.extensions_dir(source)):
+                _clear_torch_batons(ext)
         spare = self._take_spare()
         if spare is not None:
             work, read_fd, write_fd = spare.work, spare.read_fd, spare.write_fd

@@ -41,3 +41,16 @@ def test_stale_torch_lock_is_cleared_and_concurrent_builds_compile_once(tmp_path
     # One of them compiled; the other waited for it and found the finished build.
     assert sorted(r.cached for r in results.values()) == [False, True], results
     assert not (ext / "kv_example_relu_cpp" / "lock").exists()
+
+
+@pytest.mark.slow
+def test_stale_torch_lock_left_by_a_killed_candidate_does_not_stall_the_next_evaluation(tmp_path):
+    settings = EvalSettings(build_timeout_s=400, eval_timeout_s=60, naive_timing_trials=5, verified_min_iters=3,
+                            verified_max_iters=6, verified_seconds_per_subject=0.2)
+    with harness.Evaluator("cpu", "small", settings=settings, cache_dir=tmp_path) as ev:
+        assert ev.build(SOURCE).ok
+        # A candidate process killed inside load_inline (which takes torch's lock even on a cache hit).
+        (ev.extensions_dir(SOURCE) / "kv_example_relu_cpp" / "lock").write_text("")
+        r = ev.evaluate(SOURCE, "level1/19_ReLU")
+    assert r.record.status == "ok", r.record.error
+    assert r.results["verified"].verdict == "correct"
