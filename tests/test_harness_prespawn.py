@@ -68,11 +68,12 @@ def test_candidate_time_limit_counts_from_the_job_not_from_the_spare_start(tmp_p
     def sleeping(seconds: float) -> str:
         return HONEST.replace("class ModelNew", f"import time as _t\n_t.sleep({seconds})\n\n\nclass ModelNew", 1)
 
-    settings = EvalSettings(prespawn_worker=True, eval_timeout_s=5, build_timeout_s=1, **QUICK)
+    # Limit 15 s; the spare waits 16 s before its job. Margins are wide: CI runs tests two at a time.
+    settings = EvalSettings(prespawn_worker=True, eval_timeout_s=14, build_timeout_s=1, **QUICK)
     with harness.Evaluator("cpu", "small", settings=settings, cache_dir=tmp_path) as ev:
         ev.evaluate(HONEST, "level1/19_ReLU")
-        time.sleep(7)  # the waiting spare is now older than the 6 s limit
-        within = ev.evaluate(sleeping(1.5), "level1/19_ReLU")  # 1.5 s + the run fits in 6 s from the job
-        too_long = ev.evaluate(sleeping(30), "level1/19_ReLU")
+        time.sleep(16)  # the waiting spare is now older than the limit
+        within = ev.evaluate(sleeping(1), "level1/19_ReLU")  # ~1 s + the run: well inside 15 s from the job
+        too_long = ev.evaluate(sleeping(60), "level1/19_ReLU")
     assert within.record.worker_prespawned and within.record.status == "ok", within.record.error
     assert too_long.record.worker_prespawned and too_long.record.status == "timeout"
