@@ -112,13 +112,26 @@ class _EvalWorker:
 
     def run(self, source: str, problem_id: str, protocols: list[str] | None) -> dict:
         started = time.time()
+        # The problem's reference outputs are computed on the GPU while the candidate compiles on the
+        # CPU (under the timing lock: never while another kernel is timed), not after.
+        prep = threading.Thread(target=self._prepare, args=(problem_id,), daemon=True)
+        prep.start()
         built = self.evaluator.build(source)
+        prep.join()
         if built.ok:
             with self._timing:
                 ev = self.evaluator.evaluate(source, problem_id, protocols, build=built)
         else:  # a failed build needs no GPU time
             ev = self.evaluator.evaluate(source, problem_id, protocols, build=built)
         return {"evaluation": ev.model_dump(mode="json"), "worker": self.info(), "seconds": time.time() - started}
+
+
+    def _prepare(self, problem_id: str) -> None:
+        with self._timing:
+            try:
+                self.evaluator.prepare(problem_id)
+            except Exception:  # noqa: BLE001 - the evaluation computes it again and reports the failure
+                pass
 
 
 @dataclass(eq=False)

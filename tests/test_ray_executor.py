@@ -86,6 +86,8 @@ def test_routing_by_gpu_type(cluster):
         a, b = on_h100.result(timeout=150), on_h200.result(timeout=150)
         assert a.record.status == b.record.status == "ok"
         assert a.results["verified"].verdict == "correct"
+        # Each worker computed the problem's reference beside the build, so the evaluation found it ready.
+        assert a.record.phase_seconds["reference"] < 0.05 and b.record.phase_seconds["reference"] < 0.05
         placed = {h["candidate_hash"]: h["worker"] for h in ex.history if h["outcome"] == "ok"}
         assert placed[a.record.candidate_hash] == "H100#0"
         assert placed[b.record.candidate_hash] in ("H200#0", "H200#1")
