@@ -203,12 +203,9 @@ class LocalExecutor(Executor):
             if item is None:
                 return
             if item[0] is _PREPARE:
-                try:
-                    evaluator.prepare(item[1])
+                if evaluator.prepare(item[1]):
                     with self._lock:
                         self._stats.prepared += 1
-                except Exception:  # noqa: BLE001 - the evaluation computes it again and reports the failure
-                    pass
                 continue
             source, problem_id, result, built = item
             with self._lock:

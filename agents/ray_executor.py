@@ -125,13 +125,9 @@ class _EvalWorker:
             ev = self.evaluator.evaluate(source, problem_id, protocols, build=built)
         return {"evaluation": ev.model_dump(mode="json"), "worker": self.info(), "seconds": time.time() - started}
 
-
     def _prepare(self, problem_id: str) -> None:
         with self._timing:
-            try:
-                self.evaluator.prepare(problem_id)
-            except Exception:  # noqa: BLE001 - the evaluation computes it again and reports the failure
-                pass
+            self.evaluator.prepare(problem_id)
 
 
 @dataclass(eq=False)

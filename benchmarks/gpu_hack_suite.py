@@ -97,14 +97,10 @@ def prebuild(fixtures: list[Fixture], device: str, settings: EvalSettings, cache
     fixture is timed: the suite then pays one build's latency instead of one per CUDA fixture, and no
     compiler runs while the GPU is being timed. Builds are cached by source hash, so the evaluations
     below find them."""
-    import os
-    from concurrent.futures import ThreadPoolExecutor
-
     sources = sorted({fx.source() for fx in fixtures})  # Evaluator.build returns at once for pure Python
     t0 = time.perf_counter()
-    with harness.Evaluator(device, "small", settings=settings, cache_dir=cache_dir) as ev, \
-            ThreadPoolExecutor(min(len(sources), os.cpu_count() or 1)) as pool:
-        results = list(pool.map(ev.build, sources))
+    with harness.Evaluator(device, "small", settings=settings, cache_dir=cache_dir) as ev:
+        results = ev.build_many(sources)
     built = [b for b in results if b.seconds or b.cached]
     print(f"prebuilt {sum(1 for b in built if b.ok)}/{len(built)} extensions in {time.perf_counter() - t0:.0f} s "
           f"(per build: {', '.join(f'{b.seconds:.0f}' for b in built)} s)", flush=True)

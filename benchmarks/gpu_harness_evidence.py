@@ -13,7 +13,6 @@ import json
 import statistics
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,8 +44,7 @@ def main() -> int:
     t_start = time.perf_counter()
     evs = {size: harness.Evaluator("cuda", size, settings=settings) for size in ("small", "full")}
     sources = {f: (EX / f).read_text() for _, f, _, _ in KERNELS}
-    with ThreadPoolExecutor(len(KERNELS)) as pool:  # builds in parallel, before any timing
-        builds = list(pool.map(lambda s: evs["full"].build(s), sources.values()))
+    builds = evs["full"].build_many(list(sources.values()))  # in parallel, before any timing
     for (label, _, _, _), b in zip(KERNELS, builds, strict=True):
         print(f"build {label}: ok={b.ok} {b.seconds:.0f}s cached={b.cached} {b.error[-300:]}", flush=True)
     for ev in evs.values():  # share the one build cache

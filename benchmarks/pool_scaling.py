@@ -20,7 +20,6 @@ import os
 import platform
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,9 +35,8 @@ from agents.sweep import run_sweep  # noqa: E402
 def prebuild(device: str, backend: str, settings, cache_dir: str | None) -> tuple[int, float]:
     sources = [p.read_text() for p in sorted((ROOT / "agents" / "demo_kernels" / backend).glob("*.py"))]
     t0 = time.perf_counter()
-    with harness.Evaluator(device, "small", settings=settings, cache_dir=cache_dir) as ev, \
-            ThreadPoolExecutor(min(len(sources), os.cpu_count() or 1)) as pool:
-        list(pool.map(ev.build, sources))
+    with harness.Evaluator(device, "small", settings=settings, cache_dir=cache_dir) as ev:
+        ev.build_many(sources)
     return len(sources), time.perf_counter() - t0
 
 

@@ -17,7 +17,6 @@ import json
 import statistics
 import sys
 import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -88,8 +87,8 @@ def main() -> int:
     evs = {size: harness.Evaluator("cuda", size, settings=settings, cache_dir=args.cache_dir)
            for size in ("small", "full")}
     sources = {f: (ROOT / f).read_text() for _, f, _, _ in KERNELS}
-    with ThreadPoolExecutor(len(sources)) as pool:  # compile everything before anything is timed
-        builds = dict(zip(sources, pool.map(evs["small"].build, sources.values()), strict=True))
+    # Compile everything before anything is timed.
+    builds = dict(zip(sources, evs["small"].build_many(list(sources.values())), strict=True))
     for f, b in builds.items():
         print(f"build {f}: ok={b.ok} {b.seconds:.0f}s cached={b.cached} {b.error[-300:]}", flush=True)
     rows: list[dict] = []

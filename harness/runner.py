@@ -107,16 +107,12 @@ class _Spare(NamedTuple):
     def discard(self) -> None:
         kill_group(self.child.proc)
         self.child.proc.wait()
-        if self.child.proc.stdin is not None:
-            try:
+        with contextlib.suppress(OSError):
+            if self.child.proc.stdin is not None:
                 self.child.proc.stdin.close()
-            except OSError:
-                pass
         for fd in (self.read_fd, self.write_fd):
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
         shutil.rmtree(self.work, ignore_errors=True)
 
 
@@ -173,6 +169,16 @@ class Evaluator:
             _clear_torch_batons(ext)
             return self._build_locked(source, ext, marker)
 
+    def build_many(self, sources: list[str], workers: int | None = None) -> list[BuildResult]:
+        """``build`` every source at once on the host's cores (``workers`` threads, default the CPU
+        count), in order; for scripts that compile everything before anything is timed."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        if not sources:
+            return []
+        with ThreadPoolExecutor(min(len(sources), workers or os.cpu_count() or 1)) as pool:
+            return list(pool.map(self.build, sources))
+
     def _build_locked(self, source: str, ext: Path, marker: Path) -> BuildResult:
         work = Path(tempfile.mkdtemp(prefix="build-", dir=self._tmp_root))
         src_path = work / "candidate_src.py"
@@ -222,10 +228,15 @@ class Evaluator:
             self._refs[problem.id] = (ref_dir, job, summary)
             return self._refs[problem.id]
 
-    def prepare(self, problem_id: str) -> None:
+    def prepare(self, problem_id: str) -> bool:
         """Compute (or find) a problem's reference outputs now, so a later ``evaluate`` of it skips that
-        step. A pool calls it while candidates are still compiling, when the GPU would sit idle."""
-        self.reference(self._problem(problem_id))
+        step. A pool calls it while candidates are still compiling, when the GPU would sit idle. False
+        when that failed: the evaluation then tries again and reports the failure to its candidate."""
+        try:
+            self.reference(self._problem(problem_id))
+        except Exception:  # noqa: BLE001 - reported by the evaluation that needs it
+            return False
+        return True
 
     # -- evaluation ---------------------------------------------------------------------------------
     def evaluate(self, source: str, problem_id: str, protocols: list[str | Protocol] | None = None,
@@ -266,21 +277,17 @@ class Evaluator:
             record.roofline = roofline_for(problem, self.size, self.device, name)
         except Exception:  # noqa: BLE001 - a missing bound never blocks an evaluation
             record.roofline = None
+        ext = self.extensions_dir(source)
         if _builds_ahead(source):
             # The candidate's own load_inline takes torch's lock file too, even on a cache hit: one
             # left by a worker killed there (a timeout, a killed sweep before --resume) would make this
             # evaluation wait until its time limit.
-            with _source_lock(ext := self.extensions_dir(source)):
+            with _source_lock(ext):
                 _clear_torch_batons(ext)
         spare = self._take_spare()
-        if spare is not None:
-            work, read_fd, write_fd = spare.work, spare.read_fd, spare.write_fd
-        else:
-            work = Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root))
-            read_fd, write_fd = os.pipe()
+        work, read_fd, write_fd = (spare.work, spare.read_fd, spare.write_fd) if spare is not None else self._new_slot()
         record.worker_prespawned = spare is not None
         nonce = secrets.token_hex(16)
-        ext = self.extensions_dir(source)
         job = ref_job.model_copy(update=dict(candidate_source=source, candidate_hash=record.candidate_hash,
                                              work_dir=str(work), extensions_dir=str(ext), result_fd=write_fd, nonce=nonce))
         (work / "job.json").write_text(job.model_dump_json())
@@ -311,7 +318,7 @@ class Evaluator:
             th = threading.Thread(target=reader, args=(proc, deadline), daemon=True)
             th.start()
             t["thread"] = th
-            if self._prespawn:  # the next candidate's process imports torch while this one runs
+            if self.settings.prespawn_worker:  # the next candidate's process imports torch while this one runs
                 self._refill_spare()
 
         t_worker = time.perf_counter()
@@ -324,8 +331,7 @@ class Evaluator:
                 spare.discard()
                 spare = None
                 record.worker_prespawned = False
-                work = Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root))
-                read_fd, write_fd = os.pipe()  # the reader reads these names when it starts
+                work, read_fd, write_fd = self._new_slot()  # the reader reads these names when it starts
                 job = job.model_copy(update=dict(work_dir=str(work), result_fd=write_fd))
                 (work / "job.json").write_text(job.model_dump_json())
         if spare is not None:
@@ -345,10 +351,11 @@ class Evaluator:
             shutil.rmtree(work, ignore_errors=True)
         return record
 
-    # -- pre-started candidate processes -------------------------------------------------------------
-    @property
-    def _prespawn(self) -> bool:
-        return self.settings.prespawn_worker
+    # -- candidate processes, fresh or pre-started ------------------------------------------------
+    def _new_slot(self) -> tuple[Path, int, int]:
+        """A private working folder and the result pipe (read end, write end) for one candidate process."""
+        read_fd, write_fd = os.pipe()
+        return Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root)), read_fd, write_fd
 
     def _refill_spare(self) -> None:
         """Start a worker that imports torch and the harness, then waits on stdin for its job. Started
@@ -356,8 +363,7 @@ class Evaluator:
         with self._lock:
             if self._spare is not None:
                 return
-        work = Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root))
-        read_fd, write_fd = os.pipe()
+        work, read_fd, write_fd = self._new_slot()
         try:
             # TORCH_EXTENSIONS_DIR is set per job by the worker (wait_for_job), from the job file.
             child = spawn_module("harness.worker", ["--spare"], cwd=work,

@@ -54,3 +54,12 @@ def test_stale_torch_lock_left_by_a_killed_candidate_does_not_stall_the_next_eva
         r = ev.evaluate(SOURCE, "level1/19_ReLU")
     assert r.record.status == "ok", r.record.error
     assert r.results["verified"].verdict == "correct"
+
+
+def test_build_many_keeps_the_order_of_its_sources(tmp_path):
+    python_only = [f"import torch\n\n\nclass ModelNew(torch.nn.Module):\n    pass\n# {i}\n" for i in range(3)]
+    with harness.Evaluator("cpu", "small", cache_dir=tmp_path) as ev:
+        assert ev.build_many([]) == []
+        results = ev.build_many([SOURCE, *python_only])
+    assert [r.ok for r in results] == [True] * 4
+    assert results[0].seconds > 0 and all(r.seconds == 0 for r in results[1:])  # only the C++ one compiles
