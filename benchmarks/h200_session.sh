@@ -10,9 +10,9 @@
 #            tar czf $OUT/results.tar.gz -C /tmp/kvres .
 #   call 2+: the same loop and tar, without starting it again (check /tmp/kvres exists first).
 #
-# Order: reward-hack suite (issue 4), throughput and build latency, pre-started worker overhead, timer
-# vs profiler, reproducibility (issue 8). About 30 minutes in all: the reproducibility step needs ~10
-# minutes for 5 processes per kernel (the first run gave it 330 s: 2-3 processes each). Nothing else runs on the GPU meanwhile: the throughput passes and the timing benchmarks
+# Steps: reward-hack suite (issue 4), throughput and build latency (with a warm pass using pre-started
+# workers), pre-started worker overhead, clock ramp after idle, timer vs profiler, reproducibility
+# (issue 8). The default set takes about 25 minutes: throughput ~14, reproducibility REPRO_BUDGET_S. Nothing else runs on the GPU meanwhile: the throughput passes and the timing benchmarks
 # would disturb each other. Each step's log and tables land in RESULTS_DIR as it finishes, and
 # RESULTS_DIR/done names the steps finished, so a caller can collect partial results at any time.
 set -u
@@ -27,11 +27,18 @@ step() {  # name, command...
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >"$R/gpu.txt" 2>&1
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" >>"$R/gpu.txt" 2>&1
-step hack_suite python3 benchmarks/gpu_hack_suite.py --device cuda --quick --out "$R/h200_hack_suite.md"
-step throughput python3 benchmarks/throughput.py --device cuda --candidates cuda --serial-sample 3 \
-    --verified-seconds 1.0 --cache-root /tmp/kv-throughput --out "$R"
-step worker_overhead python3 benchmarks/worker_overhead.py --device cuda --n 12 --out "$R"
-step timer_agreement python3 benchmarks/timer_agreement.py --out "$R"
-step reproducibility python3 benchmarks/reproducibility.py --reps 5 --verified-seconds 1.0 --budget-s 600 \
-    --cache-dir /tmp/kv-throughput/pipelined --out "$R"
+# STEPS picks and orders the steps (default: the issue-8 measurements; hack_suite ran in an earlier session).
+for name in ${STEPS:-throughput clock_ramp timer_agreement reproducibility}; do
+    case $name in
+    hack_suite) step hack_suite python3 benchmarks/gpu_hack_suite.py --device cuda --quick --out "$R/h200_hack_suite.md" ;;
+    throughput) step throughput python3 benchmarks/throughput.py --device cuda --candidates cuda --serial-sample 3 \
+        --verified-seconds 1.0 --prespawn-pass --cache-root /tmp/kv-throughput --out "$R" ;;
+    worker_overhead) step worker_overhead python3 benchmarks/worker_overhead.py --device cuda --n 12 --out "$R" ;;
+    clock_ramp) step clock_ramp python3 benchmarks/clock_ramp.py --out "$R" ;;
+    timer_agreement) step timer_agreement python3 benchmarks/timer_agreement.py --out "$R" ;;
+    reproducibility) step reproducibility python3 benchmarks/reproducibility.py --reps 5 --verified-seconds 1.0 \
+        --budget-s "${REPRO_BUDGET_S:-540}" --cache-dir /tmp/kv-throughput/pipelined --out "$R" ;;
+    *) echo "unknown step $name" >>"$R/steps.log" ;;
+    esac
+done
 echo all >>"$R/done"

@@ -69,6 +69,24 @@ def split(evs: list[harness.Evaluation]) -> dict[str, float]:
     return out
 
 
+def compile_log(cache: str) -> list[dict]:
+    """The compile launcher's log of every translation unit compiled or reused under this cache."""
+    f = Path(cache) / "objects" / "compiles.jsonl"
+    return [json.loads(x) for x in f.read_text().splitlines()] if f.exists() else []
+
+
+def compile_summary(rows: list[dict]) -> dict[str, dict]:
+    """Per unit (main.cpp: torch's bindings, cuda.cu: the kernel): compiled, reused, median compile s."""
+    out = {}
+    for unit in sorted({r["unit"] for r in rows}):
+        rs = [r for r in rows if r["unit"] == unit]
+        compiled = [r["seconds"] for r in rs if not r["hit"] and r["rc"] == 0]
+        out[unit] = {"compiled": len(compiled), "reused": sum(1 for r in rs if r["hit"]),
+                     "failed": sum(1 for r in rs if r["rc"] != 0), "compile_s_median": pct(compiled, 0.5),
+                     "compile_s_sum": sum(compiled)}
+    return out
+
+
 def pct(xs: list[float], q: float) -> float | None:
     if not xs:
         return None
@@ -153,6 +171,8 @@ def main() -> int:
                          "benchmarks/reproducibility.py --cache-dir ROOT/pipelined (default: temporary)")
     ap.add_argument("--prespawn", action="store_true",
                     help="EvalSettings.prespawn_worker: start each next candidate process ahead of its job")
+    ap.add_argument("--prespawn-pass", action="store_true",
+                    help="after the four passes, a fifth: pipelined, warm cache, with prespawn_worker on")
     ap.add_argument("--out", default="results")
     args = ap.parse_args()
     out = Path(args.out)
@@ -173,39 +193,44 @@ def main() -> int:
         for d in (serial_cache, pipe_cache):
             if Path(d).exists() and any(Path(d).iterdir()):
                 raise SystemExit(f"{d} is not empty: a cold pass needs an empty cache")
-        for mode in ("cold", "warm"):
-            for kind in ("serial", "pipelined"):
-                cache = serial_cache if kind == "serial" else pipe_cache
-                # Each kind gets its own precompiled-header folder inside its cache: cold means cold.
-                os.environ["KV_PCH_DIR"] = str(Path(cache) / "pch")
-                if kind == "serial":
-                    wall, evs = run_serial(serial_cands, args.device, args.size, settings, cache)
-                else:
-                    wall, evs = run_pipelined(cands, args.device, args.size, settings, cache, args.gpus,
-                                              args.build_workers)
-                builds = [e.record.build_seconds for e in evs if e.record.build_seconds]
-                overheads = [max(0.0, (e.record.eval_seconds or 0)
-                                 - sum(e.record.phase_seconds.get(k, 0) for k in ("init", "correctness", "timing")))
-                             for e in evs if e.record.status != "compile_error"]
-                projected = wall * len(cands) / len(evs)
-                row = {"pass": f"{kind}-{mode}", "candidates": len(evs), "wall_s": wall,
-                       "wall_s_for_set": projected, "projected": len(evs) < len(cands),
-                       "per_hour": 3600 * len(evs) / wall, "seconds": split(evs),
-                       "phase_seconds": {k: sum(e.record.phase_seconds.get(k, 0.0) for e in evs)
-                                         for k in sorted({k for e in evs for k in e.record.phase_seconds})},
-                       "build_median_s": pct(builds, 0.5), "build_p90_s": pct(builds, 0.9), "builds": len(builds),
-                       "overhead_median_s": statistics.median(overheads) if overheads else None,
-                       "verdicts": {v: sum(1 for e in evs if e.results["verified"].verdict == v)
-                                    for v in harness.VERDICTS},
-                       # Per candidate, to compare timings taken while other candidates compiled (cold)
-                       # with the same candidates timed on a quiet host (warm).
-                       "candidates_detail": [
-                           {"problem": e.record.problem_id, "hash": e.record.candidate_hash[:12],
-                            "verified": e.results["verified"].verdict, "speedup": e.results["verified"].speedup,
-                            "kernel_ms": e.results["verified"].kernel_ms, "eval_s": e.record.eval_seconds,
-                            "prespawned": e.record.worker_prespawned} for e in evs]}
-                rows.append(row)
-                print(json.dumps(row), flush=True)
+        passes = [(m, k, settings) for m in ("cold", "warm") for k in ("serial", "pipelined")]
+        if args.prespawn_pass:
+            passes.append(("warm-prespawn", "pipelined", settings.model_copy(update={"prespawn_worker": True})))
+        for mode, kind, pass_settings in passes:
+            cache = serial_cache if kind == "serial" else pipe_cache
+            # Each kind gets its own precompiled-header and object folders inside its cache: cold means cold.
+            os.environ["KV_PCH_DIR"] = str(Path(cache) / "pch")
+            os.environ["KV_OBJECT_CACHE_DIR"] = str(Path(cache) / "objects")
+            compiles_before = len(compile_log(cache))
+            if kind == "serial":
+                wall, evs = run_serial(serial_cands, args.device, args.size, pass_settings, cache)
+            else:
+                wall, evs = run_pipelined(cands, args.device, args.size, pass_settings, cache, args.gpus,
+                                          args.build_workers)
+            builds = [e.record.build_seconds for e in evs if e.record.build_seconds]
+            overheads = [max(0.0, (e.record.eval_seconds or 0)
+                             - sum(e.record.phase_seconds.get(k, 0) for k in ("init", "correctness", "timing")))
+                         for e in evs if e.record.status != "compile_error"]
+            projected = wall * len(cands) / len(evs)
+            row = {"pass": f"{kind}-{mode}", "candidates": len(evs), "wall_s": wall,
+                   "wall_s_for_set": projected, "projected": len(evs) < len(cands),
+                   "per_hour": 3600 * len(evs) / wall, "seconds": split(evs),
+                   "phase_seconds": {k: sum(e.record.phase_seconds.get(k, 0.0) for e in evs)
+                                     for k in sorted({k for e in evs for k in e.record.phase_seconds})},
+                   "compiles": compile_summary(compile_log(cache)[compiles_before:]),
+                   "build_median_s": pct(builds, 0.5), "build_p90_s": pct(builds, 0.9), "builds": len(builds),
+                   "overhead_median_s": statistics.median(overheads) if overheads else None,
+                   "verdicts": {v: sum(1 for e in evs if e.results["verified"].verdict == v)
+                                for v in harness.VERDICTS},
+                   # Per candidate, to compare timings taken while other candidates compiled (cold)
+                   # with the same candidates timed on a quiet host (warm).
+                   "candidates_detail": [
+                       {"problem": e.record.problem_id, "hash": e.record.candidate_hash[:12],
+                        "verified": e.results["verified"].verdict, "speedup": e.results["verified"].speedup,
+                        "kernel_ms": e.results["verified"].kernel_ms, "eval_s": e.record.eval_seconds,
+                        "prespawned": e.record.worker_prespawned} for e in evs]}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
     by = {r["pass"]: r for r in rows}
     gpu = ""
     if args.device.startswith("cuda"):
@@ -225,6 +250,15 @@ def main() -> int:
         lines.append(f"| {r['pass']} | {r['candidates']} | {r['wall_s']:.0f} | {proj} | {r['per_hour']:.0f} | "
                      f"{s['build']:.0f} | {s['correctness']:.0f} | {s['timing']:.0f} | {s['overhead']:.0f} | "
                      f"{r['overhead_median_s']:.1f} | {bm} |")
+    lines.append("\nper pass, seconds summed over candidates by phase (startup: process start and imports; load: "
+                 "the candidate's import incl. its extension; reference: outputs computed or read) and "
+                 "translation units compiled / reused (median compile s):")
+    for r in rows:
+        ph = ", ".join(f"{k} {v:.0f}" for k, v in r["phase_seconds"].items())
+        units = ", ".join(f"{u} {c['compiled']}/{c['reused']}"
+                          + (f" ({c['compile_s_median']:.0f} s)" if c["compile_s_median"] else "")
+                          for u, c in r["compiles"].items()) or "none"
+        lines.append(f"- {r['pass']}: {ph}; units {units}")
     for mode in ("cold", "warm"):
         ratio = by[f"serial-{mode}"]["wall_s_for_set"] / by[f"pipelined-{mode}"]["wall_s"]
         note = f" (serial projected from {len(serial_cands)} candidates)" if len(serial_cands) < len(cands) else ""

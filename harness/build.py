@@ -3,13 +3,21 @@
 Run as ``python -m harness.build SOURCE.py``; exit 0 on success, 3 with the error on stderr otherwise.
 Builds run in parallel with evaluation (one process each), and a later import hits the cache.
 
-Precompiled header. Most of a C++ extension's compile time is GCC parsing ``torch/extension.h``
-(torch plus pybind11: ~30 s of CPU per build, of a total ~35 s). When ``KV_PCH_DIR`` names a
-folder (``Evaluator`` sets it, see ``harness.runner.pch_dir``), this process precompiles that header
-once per distinct set of compiler flags, into ``KV_PCH_DIR/<key>/torch/extension.h.gch``, and puts
-``KV_PCH_DIR/<key>`` on GCC's ``CPATH`` for the extension's compile, so ``#include
-<torch/extension.h>`` (which ``load_inline`` puts first in every ``main.cpp``) loads the PCH instead
-of parsing the headers. That halves the CPU time of every later build with the same flags.
+Two build caches below the per-source extensions cache, both applied by rewriting the
+``build.ninja`` torch writes so its compilers run through ``harness/compile_launcher.py``:
+
+* Object reuse (``KV_OBJECT_CACHE_DIR``; ``Evaluator`` sets it, see ``harness.runner.object_cache_dir``):
+  a translation unit whose compiler, flags and source are unchanged is not compiled again. A
+  resubmission that changes only the CUDA kernel reuses its ``main.cpp`` (torch's bindings), one that
+  changes only Python reuses both. Details and keys in that module.
+* Precompiled header (``KV_PCH_DIR``). Most of a C++ extension's compile time is GCC parsing
+  ``torch/extension.h`` (torch plus pybind11: ~30 s of CPU per build, of a total ~35 s). This process
+  precompiles that header once per distinct set of compiler flags, into
+  ``KV_PCH_DIR/<key>/torch/extension.h.gch``, and the launcher puts ``-I KV_PCH_DIR/<key>`` first on
+  the C++ compiler's command line, so ``#include <torch/extension.h>`` (which ``load_inline`` puts
+  first in every ``main.cpp``, CUDA extensions included) loads the PCH instead of parsing the headers.
+  That halves the CPU time of every later C++ build with the same flags. nvcc's compile of the
+  ``.cu`` file never sees it (its preprocessing runs the host compiler on the real headers).
 
 * Exact flags: the PCH is compiled with the ``cxx``, ``cflags`` and ``post_cflags`` that torch has
   just written into the extension's ``build.ninja`` (minus ``-DTORCH_EXTENSION_NAME``, which no
@@ -20,16 +28,17 @@ of parsing the headers. That halves the CPU time of every later build with the s
   its PCH into the torch install folder (racy between parallel builds, and removed by every
   ``use_pch=False`` call); this one lives in the cache, is written to a temporary name and renamed,
   and the candidate's ``use_pch`` flag is left alone.
-* Scope: Linux, GCC, C++-only extensions (no ``.cu``/SYCL sources). One build at a time makes a given
-  PCH (non-blocking file lock); a build that finds it being made compiles without it rather than
-  wait. Making one may take at most ``KV_PCH_TIMEOUT_S`` (the Evaluator passes a third of its
-  build timeout), so the build that makes it stays well within its own limit. A failed or timed-out
+* Scope: Linux, GCC, the ``main.cpp`` of C++ and CUDA extensions (not SYCL). The first build that
+  needs a PCH starts a detached process to make it (one at a time: a non-blocking file lock) and
+  compiles without it, as does every build until it is ready: no build waits for a PCH. Making one
+  may take at most ``KV_PCH_TIMEOUT_S`` (the Evaluator passes a third of its build timeout). A failed or timed-out
   PCH is remembered (a ``failed`` file in its folder; delete the folder to retry) and not retried.
   At most ``MAX_PCH_VARIANTS`` flag sets get one (each is ~0.8 GB).
 * Mechanism: the build process wraps ``torch.utils.cpp_extension._write_ninja_file`` (private; if a
-  torch version lacks it, builds simply run without a PCH). Only this build process is affected; the
-  candidate's evaluation process never sees the wrapper. A candidate could write to the PCH folder
-  at build time, as it already can to the extensions cache or the torch install.
+  torch version lacks it, builds simply run without either cache) and rewrites the file it wrote.
+  Only this build process is affected; the candidate's evaluation process never sees the wrapper. A
+  candidate could write to the PCH or object folders at build time, as it already can to the
+  extensions cache or the torch install.
 """
 
 from __future__ import annotations
@@ -47,6 +56,7 @@ from .candidate import import_candidate
 
 PCH_ENV = "KV_PCH_DIR"
 PCH_TIMEOUT_ENV = "KV_PCH_TIMEOUT_S"
+OBJECTS_ENV = "KV_OBJECT_CACHE_DIR"
 MAX_PCH_VARIANTS = 4
 
 
@@ -70,10 +80,12 @@ def _compiler_id(cxx: list[str]) -> str | None:
 
 
 def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
-               timeout_s: float | None = None) -> Path | None:
-    """The folder to put on CPATH for a compile with these (ninja-syntax) flags, making its PCH if
+               timeout_s: float | None = None, background: bool = False) -> Path | None:
+    """The folder to put first on the include path of a compile with these (ninja-syntax) flags, making its PCH if
     needed (giving up after ``timeout_s``); None when there is none to use (not GCC, being made by
-    another build, failed or timed out before, too many variants)."""
+    another build, failed or timed out before, too many variants). ``background``: a missing PCH is
+    made by a detached process (``python -m harness.build --make-pch``) and this call returns None at
+    once, so no build waits ~30 s for a header it could have parsed in about the same time."""
     import torch
 
     header = Path(torch.__file__).resolve().parent / "include" / "torch" / "extension.h"
@@ -102,6 +114,10 @@ def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             return None  # another build is making it: compile without, do not wait
+        if background:
+            fcntl.flock(lock, fcntl.LOCK_UN)  # the maker takes it (and gives up if another got there first)
+            _start_pch_maker(root, cxx, cflags, post_cflags, timeout_s)
+            return None
         if gch.is_file():
             return d
         hdr = d / "torch" / "extension.h"
@@ -125,47 +141,83 @@ def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
         return d
 
 
-def enable_precompiled_headers(root: Path, timeout_s: float | None = None) -> None:
-    """Make this process's C++ ``load_inline`` builds use a precompiled ``torch/extension.h`` under
-    ``root`` (built on first use). The build step calls it; so may any process that builds in-process."""
-    if not sys.platform.startswith("linux"):
+def _start_pch_maker(root: Path, cxx: str, cflags: str, post_cflags: str, timeout_s: float | None) -> None:
+    """A process of its own session: it outlives this build (whose group is killed when it ends)."""
+    try:
+        subprocess.Popen([sys.executable, "-m", "harness.build", "--make-pch", str(root), cxx, cflags, post_cflags,
+                          str(timeout_s or 300)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL, start_new_session=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                             [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")])})
+    except OSError:
+        pass
+
+
+LAUNCHER = Path(__file__).with_name("compile_launcher.py")
+
+
+def _launcher(objects: Path | None, include: Path | None) -> str:
+    parts = [sys.executable, "-S", str(LAUNCHER)]
+    if objects is not None:
+        parts += ["--objects", str(objects)]
+    if include is not None:
+        parts += ["--include", str(include)]
+    return " ".join(shlex.quote(p) for p in parts) + " --"
+
+
+def route_compilers(build_ninja: Path, objects: Path | None, pch_root: Path | None,
+                    timeout_s: float | None = None) -> None:
+    """Rewrite a ``build.ninja`` torch has just written so that ``$cxx`` and ``$nvcc`` run through
+    ``harness/compile_launcher.py``: object reuse under ``objects``, and for the C++ compiler the PCH
+    folder for exactly these flags (made here if needed). No-op for what is off or not applicable."""
+    v = _ninja_vars(build_ninja)
+    include = None
+    if pch_root is not None and v.get("cxx") and v.get("cflags") and "sycl" not in v:
+        include = ensure_pch(pch_root, v["cxx"], v["cflags"], v.get("post_cflags", ""), timeout_s, background=True)
+    lines = build_ninja.read_text().splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        name, sep, value = line.partition(" = ")
+        if not sep or str(LAUNCHER) in value:
+            continue
+        if name == "cxx" and (objects is not None or include is not None):
+            lines[i] = f"cxx = {_launcher(objects, include)} {value}"
+        elif name == "nvcc" and objects is not None:
+            lines[i] = f"nvcc = {_launcher(objects, None)} {value}"
+    build_ninja.write_text("".join(lines))
+
+
+def enable_build_caches(pch_root: Path | None, objects: Path | None = None, timeout_s: float | None = None) -> None:
+    """Make this process's ``load_inline`` builds use a precompiled ``torch/extension.h`` under
+    ``pch_root`` (built on first use) and reuse compiled translation units under ``objects``. The
+    build step calls it; so may any process that builds in-process (the demo-kernel tests)."""
+    if not sys.platform.startswith("linux") or (pch_root is None and objects is None):
         return
     try:
         import torch.utils.cpp_extension as cx
     except Exception:  # noqa: BLE001
         return
     original = getattr(cx, "_write_ninja_file", None)
-    if original is None or getattr(original, "_kv_pch", False):
+    if original is None or getattr(original, "_kv_routed", False):
         return
-    base_cpath = os.environ.get("CPATH")
 
     def write_ninja_file(*args, **kwargs):
         result = original(*args, **kwargs)
         try:
-            path = Path(kwargs["path"] if "path" in kwargs else args[0])
-            v = _ninja_vars(path)
-            if v.get("cxx") and v.get("cflags") and "nvcc" not in v and "sycl" not in v:
-                d = ensure_pch(root, v["cxx"], v["cflags"], v.get("post_cflags", ""), timeout_s)
-                # Only this extension's PCH folder: GCC uses the first folder holding the header.
-                cpath = ([str(d)] if d is not None else []) + ([base_cpath] if base_cpath else [])
-                if cpath:
-                    os.environ["CPATH"] = os.pathsep.join(cpath)
-                else:
-                    os.environ.pop("CPATH", None)
-        except Exception:  # noqa: BLE001 - the PCH is only a speed-up; build as usual without it
+            route_compilers(Path(kwargs["path"] if "path" in kwargs else args[0]), objects, pch_root, timeout_s)
+        except Exception:  # noqa: BLE001 - only a speed-up: build as torch wrote it
             pass
         return result
 
-    write_ninja_file._kv_pch = True  # type: ignore[attr-defined]
+    write_ninja_file._kv_routed = True  # type: ignore[attr-defined]
     cx._write_ninja_file = write_ninja_file
 
 
 def main(path: str) -> int:
     src = Path(path).read_text()
     try:
-        pch_root = os.environ.get(PCH_ENV)
-        if pch_root:
-            enable_precompiled_headers(Path(pch_root), float(os.environ.get(PCH_TIMEOUT_ENV) or 300))
+        pch_root, objects = os.environ.get(PCH_ENV), os.environ.get(OBJECTS_ENV)
+        enable_build_caches(Path(pch_root) if pch_root else None, Path(objects) if objects else None,
+                            float(os.environ.get(PCH_TIMEOUT_ENV) or 300))
         import_candidate(src, Path(path).parent, name="build")
     except BaseException:  # noqa: BLE001
         sys.stderr.write(traceback.format_exc()[-6000:])
@@ -176,4 +228,7 @@ def main(path: str) -> int:
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--make-pch":  # ROOT CXX CFLAGS POST_CFLAGS TIMEOUT_S, started by ensure_pch
+        root, cxx, cflags, post, timeout = sys.argv[2:7]
+        sys.exit(0 if ensure_pch(Path(root), cxx, cflags, post, float(timeout)) else 1)
     main(sys.argv[1])

@@ -48,6 +48,16 @@ def pch_dir() -> Path | None:
     return DEFAULT_CACHE / "pch"
 
 
+def object_cache_dir() -> Path | None:
+    """Where build processes keep compiled translation units for reuse (``harness.compile_launcher``):
+    ``KV_OBJECT_CACHE_DIR`` if set (empty: off), else ``DEFAULT_CACHE/objects``; machine-wide like
+    the PCH, since its keys cover everything an object depends on."""
+    env = os.environ.get("KV_OBJECT_CACHE_DIR")
+    if env is not None:
+        return Path(env) if env.strip() else None
+    return DEFAULT_CACHE / "objects"
+
+
 class BuildResult(NamedTuple):
     """Outcome of compiling one candidate (``Evaluator.build``); unpacks as (ok, seconds, error, cached)."""
 
@@ -188,6 +198,9 @@ class Evaluator:
         if pch is not None:
             env["KV_PCH_DIR"] = str(pch)
             env["KV_PCH_TIMEOUT_S"] = str(self.settings.build_timeout_s / 3)  # the rest is for the build
+        objects = object_cache_dir()
+        if objects is not None:
+            env["KV_OBJECT_CACHE_DIR"] = str(objects)
         res = run_module("harness.build", [str(src_path)], cwd=work, env=env,
                          timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes)
         shutil.rmtree(work, ignore_errors=True)

@@ -424,7 +424,8 @@ def main(job_path: str) -> int:
         try:
             time_verified(subjects, len(timing_inputs), ops, VerifiedBudget(
                 min_iters=s.verified_min_iters, max_iters=s.verified_max_iters,
-                target_rel_stderr=s.verified_target_rel_stderr, max_seconds_per_subject=s.verified_seconds_per_subject))
+                target_rel_stderr=s.verified_target_rel_stderr, max_seconds_per_subject=s.verified_seconds_per_subject,
+                warmup_seconds=s.verified_warmup_seconds if ops.is_cuda else 0.0))
             ops.sync()
         except BaseException as exc:  # noqa: BLE001
             chan.send("error", {"status": "runtime_error", "phase": "timing", "error": _trim(exc)})

@@ -22,15 +22,13 @@ BACKENDS = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 
 @pytest.fixture(scope="module", autouse=True)
 def _precompiled_headers():
-    """These builds happen in-process, not through the harness's build step: share its PCH anyway."""
+    """These builds happen in-process, not through the harness's build step: share its PCH and objects anyway."""
     try:
-        from harness.build import enable_precompiled_headers
-        from harness.runner import pch_dir
+        from harness.build import enable_build_caches
+        from harness.runner import object_cache_dir, pch_dir
     except ImportError:  # only torch and pytest installed: build without it
         return
-    root = pch_dir()
-    if root is not None:
-        enable_precompiled_headers(root, timeout_s=300)
+    enable_build_caches(pch_dir(), object_cache_dir(), timeout_s=300)
 
 
 def load(backend: str, stem: str):

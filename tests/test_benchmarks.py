@@ -57,3 +57,26 @@ def test_profiler_trace_is_cut_into_iterations_without_the_flush():
     assert spans == [0.06, 0.03]  # 100 -> 160 us, then 400 -> 430 us
     assert busy == [0.08, 0.03]
     assert streams == 2
+
+
+def test_clock_ramp_buckets_are_relative_to_the_last_one():
+    import clock_ramp
+
+    samples = [(t, 2.0 if t < 20 else 1.0) for t in range(0, 1000, 2)]
+    rows = clock_ramp.bucketed(samples, 1000.0)
+    assert [(r["from_ms"], r["to_ms"]) for r in rows][:3] == [(0, 5), (5, 10), (10, 20)]
+    assert rows[-1]["to_ms"] == 1000 and rows[-1]["vs_steady"] == 1.0
+    assert rows[0]["vs_steady"] == 2.0 and rows[3]["vs_steady"] == 1.0
+    assert sum(r["calls"] for r in rows) == len(samples)
+
+
+def test_compile_summary_counts_units_compiled_and_reused():
+    import throughput
+
+    log = [{"unit": "main.cpp", "hit": False, "seconds": 30.0, "rc": 0},
+           {"unit": "main.cpp", "hit": True, "seconds": 0.1, "rc": 0},
+           {"unit": "cuda.cu", "hit": False, "seconds": 60.0, "rc": 0},
+           {"unit": "cuda.cu", "hit": False, "seconds": 5.0, "rc": 1}]
+    s = throughput.compile_summary(log)
+    assert s["main.cpp"] == {"compiled": 1, "reused": 1, "failed": 0, "compile_s_median": 30.0, "compile_s_sum": 30.0}
+    assert s["cuda.cu"]["compiled"] == 1 and s["cuda.cu"]["failed"] == 1

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fcntl
-import os
 import shlex
 import subprocess
 import sys
@@ -102,27 +101,33 @@ def test_no_pch_for_other_compilers_or_past_the_variant_cap(tmp_path, fake_cxx):
     assert B.ensure_pch(root, cxx, f"{CFLAGS} -DV0") is not None  # an existing one is still used
 
 
-def test_the_hook_puts_only_this_extensions_pch_on_cpath(tmp_path, fake_cxx, monkeypatch):
+def test_the_hook_gives_each_extension_the_pch_of_its_own_flags(tmp_path, fake_cxx, monkeypatch):
     import torch.utils.cpp_extension as cx
 
     cxx, log = fake_cxx
-    written = []
 
     def fake_write_ninja_file(path, cflags, with_cuda=False, **_):
         Path(path).write_text(f"ninja_required_version = 1.3\ncxx = {cxx}\n\ncflags = {' '.join(cflags)}\n"
                               f"post_cflags = \n")
-        written.append(path)
 
     monkeypatch.setattr(cx, "_write_ninja_file", fake_write_ninja_file)
-    monkeypatch.setenv("CPATH", "/user/include")
-    B.enable_precompiled_headers(tmp_path / "pch", timeout_s=60)
+    B.enable_build_caches(tmp_path / "pch", None, timeout_s=60)
     assert cx._write_ninja_file is not fake_write_ninja_file
-    cx._write_ninja_file(path=str(tmp_path / "a.ninja"), cflags=CFLAGS.split())
-    d1 = os.environ["CPATH"].split(os.pathsep)
-    cx._write_ninja_file(path=str(tmp_path / "b.ninja"), cflags=(CFLAGS + " -O1").split())
-    d2 = os.environ["CPATH"].split(os.pathsep)
-    assert len(written) == 2 and d1[1:] == d2[1:] == ["/user/include"] and d1[0] != d2[0]
-    assert (Path(d2[0]) / "torch" / "extension.h.gch").is_file()
+    dirs = []
+    for name, flags in (("a", CFLAGS), ("b", CFLAGS + " -O1")):
+        path = tmp_path / f"{name}.ninja"
+        # The first build does not wait: it compiles without, while a detached process makes the PCH.
+        cx._write_ninja_file(path=str(path), cflags=flags.split())
+        assert shlex.split(B._ninja_vars(path)["cxx"]) == [cxx]
+        deadline = time.monotonic() + 120
+        while "--include" not in (argv := shlex.split(B._ninja_vars(path)["cxx"])):
+            assert time.monotonic() < deadline, "the background PCH never appeared"
+            time.sleep(0.5)
+            cx._write_ninja_file(path=str(path), cflags=flags.split())
+        assert argv[-2:] == ["--", cxx] and "--objects" not in argv
+        dirs.append(Path(argv[argv.index("--include") + 1]))
+    assert dirs[0] != dirs[1] and all((d / "torch" / "extension.h.gch").is_file() for d in dirs)
+    assert len(compiles(log)) == 2  # one PCH per flag set, however many builds asked
 
 
 @pytest.mark.slow
@@ -138,17 +143,26 @@ def test_a_real_build_compiles_against_a_valid_pch(tmp_path):
     if B._compiler_id(["c++"]) is None:
         pytest.skip("the C++ compiler is not GCC")
     src = (Path(__file__).resolve().parents[1] / "agents" / "demo_kernels" / "cpu" / "l1_21_sigmoid.py").read_text()
-    with harness.Evaluator("cpu", "small", cache_dir=tmp_path) as ev:
-        assert ev.build(src).ok
-    (ninja,) = tmp_path.glob("extensions/*/*/build.ninja")
+
+    def build_and_route(source: str, cache: Path) -> tuple[Path, list[str]]:
+        with harness.Evaluator("cpu", "small", cache_dir=cache) as ev:
+            assert ev.build(source).ok
+        (ninja,) = cache.glob("extensions/*/*/build.ninja")
+        return ninja, shlex.split(B._ninja_vars(ninja)["cxx"])  # python -S compile_launcher.py ... -- c++
+
+    ninja, routed = build_and_route(src, tmp_path / "a")
     v = B._ninja_vars(ninja)
-    deadline = time.monotonic() + 600  # another test process may be making the shared PCH right now
-    while (d := B.ensure_pch(root, v["cxx"], v["cflags"], v.get("post_cflags", ""))) is None:
+    compiler = shlex.join(routed[routed.index("--") + 1:])
+    deadline = time.monotonic() + 600  # made in the background by the first build that needed it
+    while (d := B.ensure_pch(root, compiler, v["cflags"], v.get("post_cflags", ""))) is None:
         assert not list(root.glob("*/failed")), "PCH failed"
         assert time.monotonic() < deadline
         time.sleep(2)
+    if "--include" not in routed:  # it was not ready for that build: the next one gets it
+        ninja, routed = build_and_route(src + "\n# another source hash\n", tmp_path / "b")
+    assert routed[routed.index("--include") + 1] == str(d)
     main = ninja.parent / "main.cpp"
-    r = subprocess.run([*shlex.split(v["cxx"]), "-H", "-fsyntax-only", *shlex.split(v["cflags"]), str(main)],
-                       capture_output=True, text=True, env={**os.environ, "CPATH": str(d)}, timeout=300)
+    r = subprocess.run([*shlex.split(compiler), "-I", str(d), "-H", "-fsyntax-only", *shlex.split(v["cflags"]), str(main)],
+                       capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert f"! {d / 'torch' / 'extension.h.gch'}" in r.stderr  # "!": GCC found the PCH valid and used it

@@ -1,0 +1,246 @@
+"""Compiler launcher for extension builds: reuses object files across builds, adds the PCH folder.
+
+``harness.build`` rewrites a ``load_inline`` build's ``build.ninja`` so that ``$cxx`` and ``$nvcc``
+run through this script:
+
+    python -S compile_launcher.py [--objects ROOT] [--include DIR] -- COMPILER ARGS...
+
+Why: every candidate gets its own extensions folder (keyed by the hash of its whole source), so a
+resubmission that changes one line of the CUDA kernel recompiles the unchanged ``main.cpp`` (torch's
+bindings: ~30 s of CPU parsing torch/extension.h) as well, and one that changes only the Python glue
+recompiles both. Here a translation unit is compiled once per distinct input:
+
+* Key: the compiler's identity (resolved path and ``--version``), its arguments with the build folder
+  written as a placeholder (so ``-DTORCH_EXTENSION_NAME=...``, the architecture and every flag count),
+  the mtime of every include folder named, and the source file's bytes. Headers: the first compile's dependency list is kept with each header's
+  size and mtime; a later hit is used only if all of them are unchanged.
+* A hit copies the stored object (and depfile, with this build's folder put back) into place; a miss
+  compiles as usual and stores the result. Two builds needing the same unit at once: the second waits
+  for the first (a file lock the kernel releases if the holder dies) rather than compile it twice.
+* ``--include DIR``: for compiles by the C++ compiler, ``-I DIR`` first, so ``#include
+  <torch/extension.h>`` finds the precompiled header ``DIR/torch/extension.h.gch`` (see harness.build).
+  Only the C++ compiler gets it; nvcc's own preprocessing never sees it.
+* Every compile appends one JSON line (unit, hit, seconds) to ``ROOT/compiles.jsonl``; the
+  throughput benchmark reads it to report what was reused.
+
+Stdlib only and started with ``python -S``: it runs once per compile and link.
+An object may embed the folder it was first built in (``__FILE__`` in an error message); only text.
+A candidate's build process could write into this cache, as it can into the extensions cache; the
+same trust applies (builds run the candidate's Python).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+VERSION = "1"
+PLACEHOLDER = "@BUILD_DIR@"
+MAX_ENTRIES = 4096  # beyond it the least recently used tenth is removed
+LOG_MAX_BYTES = 16 * 2**20
+
+
+def _value_after(args: list[str], *flags: str) -> str | None:
+    for i, a in enumerate(args[:-1]):
+        if a in flags:
+            return args[i + 1]
+    return None
+
+
+def _compiler_identity(compiler: str) -> str:
+    path = shutil.which(compiler) or compiler
+    try:
+        r = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=60)
+        banner = r.stdout + r.stderr
+    except (OSError, subprocess.SubprocessError):
+        banner = ""
+    return f"{os.path.realpath(path)}\n{banner}"
+
+
+def parse_depfile(text: str) -> list[str]:
+    """Prerequisites of a make-style depfile (``out: a b \\`` lines), unescaping ``\\ ``."""
+    body = text.replace("\\\n", " ")
+    _, _, deps = body.partition(": ")
+    out, cur, i = [], "", 0
+    while i < len(deps):
+        c = deps[i]
+        if c == "\\" and i + 1 < len(deps) and deps[i + 1] == " ":
+            cur += " "
+            i += 2
+            continue
+        if c.isspace():
+            if cur:
+                out.append(cur)
+            cur = ""
+        else:
+            cur += c
+        i += 1
+    if cur:
+        out.append(cur)
+    return out
+
+
+class Unit:
+    """One compile command: ``COMPILER ... -c SRC -o OUT ...`` run in ninja's build folder."""
+
+    def __init__(self, argv: list[str], cwd: Path):
+        self.argv = argv
+        self.source = Path(_value_after(argv, "-c") or "")
+        out = _value_after(argv, "-o") or ""
+        self.out = Path(out) if os.path.isabs(out) else cwd / out
+        self.build_dir = str(self.source.parent if self.source.is_absolute() else cwd)
+        dep = _value_after(argv, "-MF", "--dependency-output")
+        self.depfile = (Path(dep) if os.path.isabs(dep) else cwd / dep) if dep else None
+
+    def key(self) -> str:
+        norm = [a.replace(self.build_dir, PLACEHOLDER) for a in self.argv[1:]]
+        h = hashlib.sha256()
+        for part in (VERSION, _compiler_identity(self.argv[0]), *norm):
+            h.update(part.encode() + b"\0")
+        for d in self.include_dirs():  # a reinstalled library (same path, new headers) changes the key
+            try:
+                h.update(f"{d}:{os.stat(d).st_mtime_ns}".encode() + b"\0")
+            except OSError:
+                pass
+        h.update(self.source.read_bytes())
+        return h.hexdigest()[:32]
+
+    def include_dirs(self) -> list[str]:
+        """Folders named by -I/-isystem: -MMD depfiles leave out system headers, so the manifest alone
+        would not notice torch being reinstalled; a folder's mtime does."""
+        a = self.argv
+        return [a[i + 1] for i in range(len(a) - 1) if a[i] in ("-I", "-isystem")]
+
+
+def _headers_unchanged(manifest: list[list], build_dir: str) -> bool:
+    for path, size, mtime_ns in manifest:
+        try:
+            st = os.stat(path.replace(PLACEHOLDER, build_dir))
+        except OSError:
+            return False
+        if st.st_size != size or st.st_mtime_ns != mtime_ns:
+            return False
+    return True
+
+
+def _restore(entry: Path, unit: Unit) -> bool:
+    try:
+        manifest = json.loads((entry / "manifest.json").read_text())
+        if not _headers_unchanged(manifest, unit.build_dir):
+            return False
+        tmp = unit.out.with_name(unit.out.name + f".tmp{os.getpid()}")
+        shutil.copyfile(entry / "object", tmp)
+        os.replace(tmp, unit.out)
+        if unit.depfile is not None:
+            unit.depfile.write_text((entry / "deps").read_text().replace(PLACEHOLDER, unit.build_dir))
+        os.utime(entry)  # recently used: kept when the cache is trimmed
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def _store(entry: Path, unit: Unit, deps_text: str) -> None:
+    source = str(unit.source)
+    manifest = []
+    for p in parse_depfile(deps_text):
+        if os.path.abspath(p) == source:
+            continue
+        try:
+            st = os.stat(p)
+        except OSError:
+            return  # a header we cannot stat: do not cache what we could not check later
+        manifest.append([os.path.abspath(p).replace(unit.build_dir, PLACEHOLDER), st.st_size, st.st_mtime_ns])
+    tmp = entry.with_name(entry.name + f".tmp{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    shutil.copyfile(unit.out, tmp / "object")
+    (tmp / "deps").write_text(deps_text.replace(unit.build_dir, PLACEHOLDER))
+    (tmp / "manifest.json").write_text(json.dumps(manifest))
+    shutil.rmtree(entry, ignore_errors=True)
+    os.replace(tmp, entry)
+
+
+def _trim(root: Path) -> None:
+    entries = [e for d in root.glob("??") if d.is_dir() for e in d.iterdir() if e.is_dir()]
+    if len(entries) <= MAX_ENTRIES:
+        return
+    entries.sort(key=lambda e: e.stat().st_mtime)
+    for e in entries[: len(entries) // 10]:
+        shutil.rmtree(e, ignore_errors=True)
+
+
+def _log(root: Path, unit: Unit, hit: bool, seconds: float, rc: int) -> None:
+    log = root / "compiles.jsonl"
+    try:
+        if log.exists() and log.stat().st_size > LOG_MAX_BYTES:
+            log.unlink()
+        line = json.dumps({"unit": unit.source.name, "compiler": os.path.basename(unit.argv[0]), "hit": hit,
+                           "seconds": round(seconds, 3), "rc": rc, "at": time.time()})
+        with open(log, "a") as f:
+            f.write(line + "\n")
+    except OSError:
+        pass
+
+
+def compile_cached(root: Path, argv: list[str], cwd: Path) -> int:
+    t0 = time.perf_counter()
+    unit = Unit(argv, cwd)
+    key = unit.key()
+    entry = root / key[:2] / key
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    with open(entry.parent / f"{key}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # the same unit being compiled by another build: wait for it
+        if entry.is_dir() and _restore(entry, unit):
+            _log(root, unit, True, time.perf_counter() - t0, 0)
+            return 0
+        run = list(argv)
+        own_dep = unit.depfile is None
+        if own_dep:  # ask for the header list anyway (gcc and nvcc both accept -MD -MF)
+            unit.depfile = unit.out.with_name(unit.out.name + ".kvdeps")
+            run += ["-MD", "-MF", str(unit.depfile)]
+        rc = subprocess.call(run)
+        if rc == 0 and unit.out.is_file():
+            try:
+                _store(entry, unit, unit.depfile.read_text())
+            except OSError:
+                pass
+        if own_dep:
+            unit.depfile.unlink(missing_ok=True)
+    _log(root, unit, False, time.perf_counter() - t0, rc)
+    if rc == 0:
+        _trim(root)
+    return rc
+
+
+def main(argv: list[str]) -> int:
+    objects, include = None, None
+    while argv and argv[0] != "--":
+        flag, value, argv = argv[0], argv[1], argv[2:]
+        if flag == "--objects":
+            objects = Path(value)
+        elif flag == "--include":
+            include = value
+        else:
+            sys.stderr.write(f"compile_launcher: unknown option {flag}\n")
+            return 2
+    cmd = argv[1:]
+    if not cmd:
+        sys.stderr.write("compile_launcher: no compiler command after --\n")
+        return 2
+    is_compile = "-c" in cmd and "-o" in cmd
+    if include and is_compile:
+        cmd = [cmd[0], "-I", include, *cmd[1:]]
+    if objects is None or not is_compile:
+        os.execvp(cmd[0], cmd)
+    return compile_cached(objects, cmd, Path.cwd())
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

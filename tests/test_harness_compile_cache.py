@@ -1,0 +1,209 @@
+"""Object reuse across extension builds (harness/compile_launcher.py) and the build.ninja rewrite
+that routes torch's compilers through it (harness.build.route_compilers)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from harness import build as B
+from harness.compile_launcher import parse_depfile
+
+LAUNCHER = Path(B.__file__).with_name("compile_launcher.py")
+
+# A stand-in compiler: logs its argv, writes "-o" (object = the source's text plus the -D flags, so
+# reuse is visible) and a gcc-style depfile naming one header (FAKE_HEADER) when given -MF.
+FAKE_CC = """#!/bin/sh
+if [ "$1" = "--version" ]; then echo "fakecc 1.0"; exit 0; fi
+echo "$@" >> "$FAKE_LOG"
+[ -n "$FAKE_SLEEP" ] && sleep "$FAKE_SLEEP"
+out=""; src=""; dep=""; prev=""; defs=""
+for a in "$@"; do
+  [ "$prev" = "-o" ] && out="$a"; [ "$prev" = "-c" ] && src="$a"; [ "$prev" = "-MF" ] && dep="$a"
+  case "$a" in -D*) defs="$defs $a";; esac
+  prev="$a"
+done
+[ -n "$FAKE_FAIL" ] && { echo "fake failure" >&2; exit 1; }
+{ cat "$src"; echo "$defs"; } > "$out"
+[ -n "$dep" ] && printf '%s: %s \\\\\\n %s\\n' "$out" "$src" "$FAKE_HEADER" > "$dep"
+exit 0
+"""
+
+
+@pytest.fixture
+def cc(tmp_path, monkeypatch):
+    exe = tmp_path / "fakecc"
+    exe.write_text(FAKE_CC)
+    exe.chmod(0o755)
+    header = tmp_path / "inc" / "lib.h"
+    header.parent.mkdir()
+    header.write_text("int f();\n")
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("FAKE_LOG", str(log))
+    monkeypatch.setenv("FAKE_HEADER", str(header))
+    for v in ("FAKE_FAIL", "FAKE_SLEEP"):
+        monkeypatch.delenv(v, raising=False)
+    return exe, log, header
+
+
+def calls(log: Path) -> list[list[str]]:
+    return [shlex.split(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+def build_dir(tmp_path: Path, name: str, source: str = "int main_cpp;\n") -> Path:
+    d = tmp_path / "ext" / name
+    d.mkdir(parents=True)
+    (d / "main.cpp").write_text(source)
+    return d
+
+
+def launch(objects: Path | None, d: Path, cmd: list[str], include: Path | None = None) -> subprocess.CompletedProcess:
+    opts = (["--objects", str(objects)] if objects else []) + (["--include", str(include)] if include else [])
+    return subprocess.run([sys.executable, "-S", str(LAUNCHER), *opts, "--", *cmd], cwd=d,
+                          capture_output=True, text=True, timeout=120)
+
+
+def compile_cmd(exe: Path, d: Path, name: str = "ext_a") -> list[str]:
+    # The shape of torch's "compile" rule: $cxx -MMD -MF $out.d $cflags -c $in -o $out $post_cflags
+    return [str(exe), "-MMD", "-MF", "main.o.d", f"-DTORCH_EXTENSION_NAME={name}", "-isystem",
+            str(Path(os.environ["FAKE_HEADER"]).parent), "-fPIC", "-c", str(d / "main.cpp"), "-o", "main.o"]
+
+
+def test_an_unchanged_unit_is_compiled_once_and_reused_in_another_build_folder(tmp_path, cc):
+    exe, log, header = cc
+    objects = tmp_path / "objects"
+    a, b = build_dir(tmp_path, "a"), build_dir(tmp_path, "b")
+    assert launch(objects, a, compile_cmd(exe, a)).returncode == 0
+    assert launch(objects, b, compile_cmd(exe, b)).returncode == 0
+    assert len(calls(log)) == 1
+    assert (b / "main.o").read_bytes() == (a / "main.o").read_bytes()
+    # The depfile ninja reads names this build's own source, not the folder it was first compiled in.
+    assert parse_depfile((b / "main.o.d").read_text()) == [str(b / "main.cpp"), str(header)]
+    log_lines = [json.loads(x) for x in (objects / "compiles.jsonl").read_text().splitlines()]
+    assert [(x["unit"], x["hit"]) for x in log_lines] == [("main.cpp", False), ("main.cpp", True)]
+
+
+def test_a_changed_source_flag_or_header_compiles_again(tmp_path, cc):
+    exe, log, header = cc
+    objects = tmp_path / "objects"
+    a = build_dir(tmp_path, "a")
+    assert launch(objects, a, compile_cmd(exe, a)).returncode == 0
+    b = build_dir(tmp_path, "b", source="int main_cpp; // changed\n")
+    assert launch(objects, b, compile_cmd(exe, b)).returncode == 0
+    c = build_dir(tmp_path, "c")
+    assert launch(objects, c, compile_cmd(exe, c, name="ext_other")).returncode == 0  # the module name
+    assert "ext_other" in (c / "main.o").read_text()
+    assert len(calls(log)) == 3
+    time.sleep(0.01)
+    header.write_text("int f(); int g();\n")
+    d = build_dir(tmp_path, "d")
+    assert launch(objects, d, compile_cmd(exe, d)).returncode == 0
+    assert len(calls(log)) == 4
+
+
+def test_a_failed_compile_is_reported_and_not_stored(tmp_path, cc, monkeypatch):
+    exe, log, _ = cc
+    objects = tmp_path / "objects"
+    monkeypatch.setenv("FAKE_FAIL", "1")
+    a = build_dir(tmp_path, "a")
+    r = launch(objects, a, compile_cmd(exe, a))
+    assert r.returncode == 1 and "fake failure" in r.stderr
+    monkeypatch.delenv("FAKE_FAIL")
+    b = build_dir(tmp_path, "b")
+    assert launch(objects, b, compile_cmd(exe, b)).returncode == 0
+    assert len(calls(log)) == 2
+
+
+def test_a_command_without_a_depfile_gets_one_for_the_header_check(tmp_path, cc):
+    """torch's cuda_compile rule has no depfile: the launcher asks for one so headers are still checked."""
+    exe, log, header = cc
+    objects = tmp_path / "objects"
+    a = build_dir(tmp_path, "a")
+    cmd = [str(exe), "-DTORCH_EXTENSION_NAME=x", "-c", str(a / "main.cpp"), "-o", "cuda.o"]
+    assert launch(objects, a, cmd).returncode == 0
+    assert calls(log)[0][-3:-1] == ["-MD", "-MF"] and not list(a.glob("*.kvdeps"))
+    time.sleep(0.01)
+    header.write_text("changed\n")
+    b = build_dir(tmp_path, "b")
+    assert launch(objects, b, [*cmd[:3], str(b / "main.cpp"), *cmd[4:]]).returncode == 0
+    assert len(calls(log)) == 2
+
+
+def test_concurrent_builds_of_one_unit_compile_it_once(tmp_path, cc, monkeypatch):
+    exe, log, _ = cc
+    objects = tmp_path / "objects"
+    monkeypatch.setenv("FAKE_SLEEP", "1")
+    dirs = [build_dir(tmp_path, f"d{i}") for i in range(3)]
+    with ThreadPoolExecutor(3) as pool:
+        results = list(pool.map(lambda d: launch(objects, d, compile_cmd(exe, d)), dirs))
+    assert [r.returncode for r in results] == [0, 0, 0]
+    assert len(calls(log)) == 1
+    assert len({(d / "main.o").read_bytes() for d in dirs}) == 1
+
+
+def test_links_pass_through_and_the_pch_folder_goes_first_on_compiles_only(tmp_path, cc):
+    exe, log, _ = cc
+    a = build_dir(tmp_path, "a")
+    pch = tmp_path / "pch"
+    assert launch(None, a, compile_cmd(exe, a), include=pch).returncode == 0
+    assert calls(log)[0][:2] == ["-I", str(pch)]
+    (a / "x.o").write_text("")
+    assert launch(tmp_path / "objects", a, [str(exe), "main.o", "-shared", "-o", "ext.so"], include=pch).returncode == 0
+    assert calls(log)[1] == ["main.o", "-shared", "-o", "ext.so"]
+    assert not (tmp_path / "objects").exists()
+
+
+NINJA = """ninja_required_version = 1.3
+cxx = c++
+nvcc = /usr/local/cuda/bin/nvcc
+
+cflags = -DTORCH_EXTENSION_NAME=relu_x -isystem /inc -fPIC -std=c++20
+post_cflags = -O3
+rule compile
+  command = $cxx -MMD -MF $out.d $cflags -c $in -o $out $post_cflags
+"""
+
+
+def test_route_compilers_rewrites_both_compilers_once(tmp_path):
+    f = tmp_path / "build.ninja"
+    f.write_text(NINJA)
+    objects = tmp_path / "objects"
+    B.route_compilers(f, objects, None)
+    B.route_compilers(f, objects, None)  # torch may hand back a file already routed
+    v = B._ninja_vars(f)
+    for name, orig in (("cxx", "c++"), ("nvcc", "/usr/local/cuda/bin/nvcc")):
+        argv = shlex.split(v[name])
+        assert argv[1:] == ["-S", str(LAUNCHER), "--objects", str(objects), "--", orig]
+    assert "rule compile\n  command = $cxx -MMD" in f.read_text()
+    g = tmp_path / "off.ninja"
+    g.write_text(NINJA)
+    B.route_compilers(g, None, None)
+    assert g.read_text() == NINJA
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux builds")
+def test_a_resubmission_with_a_python_change_reuses_the_compiled_extension_unit(tmp_path, monkeypatch):
+    """Two real C++ extension builds whose sources differ only in Python: the second compiles nothing."""
+    import harness
+
+    objects = tmp_path / "objects"
+    monkeypatch.setenv("KV_OBJECT_CACHE_DIR", str(objects))
+    src = (Path(__file__).resolve().parents[1] / "agents" / "demo_kernels" / "cpu" / "l1_21_sigmoid.py").read_text()
+    resubmitted = src + "\n# resubmission: only this comment differs\n"
+    with harness.Evaluator("cpu", "small", cache_dir=tmp_path / "cache") as ev:
+        first, second = ev.build(src), ev.build(resubmitted)
+        assert first.ok and second.ok and not second.cached
+        rows = [json.loads(x) for x in (objects / "compiles.jsonl").read_text().splitlines()]
+        assert [(r["unit"], r["hit"]) for r in rows] == [("main.cpp", False), ("main.cpp", True)]
+        ev_result = ev.evaluate(resubmitted, "level1/21_Sigmoid")
+    assert ev_result.record.status == "ok", ev_result.record.error
+    assert ev_result.results["naive"].verdict == "correct"  # the reused object is the right extension
