@@ -32,7 +32,8 @@ for name in ${STEPS:-throughput clock_ramp timer_agreement reproducibility}; do
     case $name in
     hack_suite) step hack_suite python3 benchmarks/gpu_hack_suite.py --device cuda --quick --out "$R/h200_hack_suite.md" ;;
     throughput) step throughput python3 benchmarks/throughput.py --device cuda --candidates cuda --serial-sample 3 \
-        --verified-seconds 1.0 --prespawn-pass --cache-root /tmp/kv-throughput --out "$R" ;;
+        --verified-seconds 1.0 --modes "${THROUGHPUT_MODES:-cold,warm}" ${THROUGHPUT_PRESPAWN:+--prespawn-pass} \
+        --cache-root /tmp/kv-throughput --out "$R" ;;
     worker_overhead) step worker_overhead python3 benchmarks/worker_overhead.py --device cuda --n 12 --out "$R" ;;
     clock_ramp) step clock_ramp python3 benchmarks/clock_ramp.py --out "$R" ;;
     timer_agreement) step timer_agreement python3 benchmarks/timer_agreement.py --out "$R" ;;

@@ -171,6 +171,7 @@ def main() -> int:
                          "benchmarks/reproducibility.py --cache-dir ROOT/pipelined (default: temporary)")
     ap.add_argument("--prespawn", action="store_true",
                     help="EvalSettings.prespawn_worker: start each next candidate process ahead of its job")
+    ap.add_argument("--modes", default="cold,warm", help="which cache states to run: cold, warm or both")
     ap.add_argument("--prespawn-pass", action="store_true",
                     help="after the four passes, a fifth: pipelined, warm cache, with prespawn_worker on")
     ap.add_argument("--out", default="results")
@@ -193,7 +194,8 @@ def main() -> int:
         for d in (serial_cache, pipe_cache):
             if Path(d).exists() and any(Path(d).iterdir()):
                 raise SystemExit(f"{d} is not empty: a cold pass needs an empty cache")
-        passes = [(m, k, settings) for m in ("cold", "warm") for k in ("serial", "pipelined")]
+        modes = [m for m in ("cold", "warm") if m in args.modes.split(",")]
+        passes = [(m, k, settings) for m in modes for k in ("serial", "pipelined")]
         if args.prespawn_pass:
             passes.append(("warm-prespawn", "pipelined", settings.model_copy(update={"prespawn_worker": True})))
         for mode, kind, pass_settings in passes:
@@ -259,14 +261,15 @@ def main() -> int:
                           + (f" ({c['compile_s_median']:.0f} s)" if c["compile_s_median"] else "")
                           for u, c in r["compiles"].items()) or "none"
         lines.append(f"- {r['pass']}: {ph}; units {units}")
-    for mode in ("cold", "warm"):
+    for mode in [m for m in ("cold", "warm") if f"pipelined-{m}" in by]:
         ratio = by[f"serial-{mode}"]["wall_s_for_set"] / by[f"pipelined-{mode}"]["wall_s"]
         note = f" (serial projected from {len(serial_cands)} candidates)" if len(serial_cands) < len(cands) else ""
         lines.append(f"\npipelined vs serial ({mode} cache): {ratio:.2f}x throughput{note}")
     pipe = [r for r in rows if r["pass"].startswith("pipelined")]
     same = all(r["verdicts"] == pipe[0]["verdicts"] for r in pipe)
-    cold_t = {d["hash"]: d["kernel_ms"] for d in by["pipelined-cold"]["candidates_detail"] if d["kernel_ms"]}
-    ratios = [cold_t[d["hash"]] / d["kernel_ms"] for d in by["pipelined-warm"]["candidates_detail"]
+    cold_t = {d["hash"]: d["kernel_ms"] for d in by.get("pipelined-cold", {}).get("candidates_detail", [])
+              if d["kernel_ms"]}
+    ratios = [cold_t[d["hash"]] / d["kernel_ms"] for d in by.get("pipelined-warm", {}).get("candidates_detail", [])
               if d["kernel_ms"] and d["hash"] in cold_t]
     if ratios:
         lines.append(f"\nverified kernel time while other candidates compiled / on a quiet host (same candidates): "

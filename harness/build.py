@@ -33,7 +33,8 @@ Two build caches below the per-source extensions cache, both applied by rewritin
   compiles without it, as does every build until it is ready: no build waits for a PCH. Making one
   may take at most ``KV_PCH_TIMEOUT_S`` (the Evaluator passes a third of its build timeout). A failed or timed-out
   PCH is remembered (a ``failed`` file in its folder; delete the folder to retry) and not retried.
-  At most ``MAX_PCH_VARIANTS`` flag sets get one (each is ~0.8 GB).
+  At most ``MAX_PCH_VARIANTS`` flag sets keep one (each is ~0.8 GB); a new one replaces the least
+  recently used.
 * Mechanism: the build process wraps ``torch.utils.cpp_extension._write_ninja_file`` (private; if a
   torch version lacks it, builds simply run without either cache) and rewrites the file it wrote.
   Only this build process is affected; the candidate's evaluation process never sees the wrapper. A
@@ -47,6 +48,7 @@ import fcntl
 import hashlib
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import traceback
@@ -79,11 +81,24 @@ def _compiler_id(cxx: list[str]) -> str | None:
     return text if "gcc version" in text and "clang" not in text.lower() else None
 
 
+def _evict_pch_variants(root: Path, keep: int) -> None:
+    """Remove the least recently used PCH folders beyond ``keep`` (one being made is left alone; a
+    compile already reading a removed one keeps its open file, later ones parse the real header)."""
+    variants = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    for old in variants[: max(0, len(variants) - keep)]:
+        with open(old / ".lock", "a") as lock:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue
+            shutil.rmtree(old, ignore_errors=True)
+
+
 def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
                timeout_s: float | None = None, background: bool = False) -> Path | None:
     """The folder to put first on the include path of a compile with these (ninja-syntax) flags, making its PCH if
     needed (giving up after ``timeout_s``); None when there is none to use (not GCC, being made by
-    another build, failed or timed out before, too many variants). ``background``: a missing PCH is
+    another build, failed or timed out before). ``background``: a missing PCH is
     made by a detached process (``python -m harness.build --make-pch``) and this call returns None at
     once, so no build waits ~30 s for a header it could have parsed in about the same time."""
     import torch
@@ -102,12 +117,13 @@ def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
     d = root / key
     gch = d / "torch" / "extension.h.gch"
     if gch.is_file():
+        os.utime(d)  # recently used: the last to be evicted
         return d
     if (d / "failed").exists():
         return None
     root.mkdir(parents=True, exist_ok=True)
-    if not d.exists() and sum(1 for p in root.iterdir() if p.is_dir()) >= MAX_PCH_VARIANTS:
-        return None
+    if not d.exists():
+        _evict_pch_variants(root, MAX_PCH_VARIANTS - 1)
     (d / "torch").mkdir(parents=True, exist_ok=True)
     with open(d / ".lock", "w") as lock:
         try:
@@ -154,61 +170,91 @@ def _start_pch_maker(root: Path, cxx: str, cflags: str, post_cflags: str, timeou
 
 
 LAUNCHER = Path(__file__).with_name("compile_launcher.py")
+PCH_INCLUDE_ENV = "KV_PCH_INCLUDE"
+SHIM_DIR = "kv-shims"
 
 
-def _launcher(objects: Path | None, include: Path | None) -> str:
-    parts = [sys.executable, "-S", str(LAUNCHER)]
-    if objects is not None:
-        parts += ["--objects", str(objects)]
-    if include is not None:
-        parts += ["--include", str(include)]
-    return " ".join(shlex.quote(p) for p in parts) + " --"
+def _real_nvcc() -> str | None:
+    """The nvcc torch would run (its CUDA_HOME), or None without a CUDA toolkit."""
+    try:
+        from torch.utils.cpp_extension import CUDA_HOME
+    except Exception:  # noqa: BLE001
+        return None
+    nvcc = Path(CUDA_HOME) / "bin" / "nvcc" if CUDA_HOME else None
+    return str(nvcc) if nvcc is not None and nvcc.is_file() else None
 
 
-def route_compilers(build_ninja: Path, objects: Path | None, pch_root: Path | None,
-                    timeout_s: float | None = None) -> None:
-    """Rewrite a ``build.ninja`` torch has just written so that ``$cxx`` and ``$nvcc`` run through
-    ``harness/compile_launcher.py``: object reuse under ``objects``, and for the C++ compiler the PCH
-    folder for exactly these flags (made here if needed). No-op for what is off or not applicable."""
-    v = _ninja_vars(build_ninja)
-    include = None
-    if pch_root is not None and v.get("cxx") and v.get("cflags") and "sycl" not in v:
-        include = ensure_pch(pch_root, v["cxx"], v["cflags"], v.get("post_cflags", ""), timeout_s, background=True)
-    lines = build_ninja.read_text().splitlines(keepends=True)
-    for i, line in enumerate(lines):
-        name, sep, value = line.partition(" = ")
-        if not sep or str(LAUNCHER) in value:
+def compiler_shims(root: Path) -> dict[str, str]:
+    """Environment for build and candidate processes alike: ``CXX`` and ``PYTORCH_NVCC`` (both read by
+    torch's cpp_extension) naming small scripts under ``root/kv-shims`` that run the real compilers
+    through ``compile_launcher.py``. Through the environment, not by editing ``build.ninja``: the
+    candidate's own ``load_inline`` at evaluation writes the same file again, and ninja rebuilds
+    everything whose command text changed, so both processes must see identical commands."""
+    out: dict[str, str] = {}
+    nvcc = os.environ.get("PYTORCH_NVCC") or _real_nvcc()
+    cxx = shutil.which(os.environ.get("CXX") or "c++")
+    for var, real, opts in (("CXX", cxx, "--pch-from-env "), ("PYTORCH_NVCC", nvcc, "")):
+        if not real or f"/{SHIM_DIR}/" in real:
             continue
-        if name == "cxx" and (objects is not None or include is not None):
-            lines[i] = f"cxx = {_launcher(objects, include)} {value}"
-        elif name == "nvcc" and objects is not None:
-            lines[i] = f"nvcc = {_launcher(objects, None)} {value}"
-    build_ninja.write_text("".join(lines))
+        text = (f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -S {shlex.quote(str(LAUNCHER))} {opts}-- "
+                f"{shlex.quote(real)} \"$@\"\n")
+        path = root / SHIM_DIR / hashlib.sha256(text.encode()).hexdigest()[:16] / Path(real).name
+        if not path.is_file():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+            tmp.write_text(text)
+            tmp.chmod(0o755)
+            os.replace(tmp, path)
+        out[var] = str(path)
+    return out
+
+
+def build_env(pch_root: Path | None, objects: Path | None) -> dict[str, str]:
+    """What ``Evaluator`` adds to every child's environment so builds use the caches (empty when both are off)."""
+    if not sys.platform.startswith("linux") or (pch_root is None and objects is None):
+        return {}
+    env = compiler_shims(objects or pch_root)
+    if pch_root is not None:
+        env[PCH_ENV] = str(pch_root)
+    if objects is not None:
+        env[OBJECTS_ENV] = str(objects)
+    return env
 
 
 def enable_build_caches(pch_root: Path | None, objects: Path | None = None, timeout_s: float | None = None) -> None:
-    """Make this process's ``load_inline`` builds use a precompiled ``torch/extension.h`` under
-    ``pch_root`` (built on first use) and reuse compiled translation units under ``objects``. The
-    build step calls it; so may any process that builds in-process (the demo-kernel tests)."""
-    if not sys.platform.startswith("linux") or (pch_root is None and objects is None):
+    """Make this process's ``load_inline`` builds reuse compiled translation units under ``objects``
+    and give ``main.cpp`` a precompiled ``torch/extension.h`` under ``pch_root`` (made in the
+    background on first use). The build step calls it; so may any process that builds in-process
+    (the demo-kernel tests). The PCH folder for an extension's exact flags reaches the launcher as
+    ``KV_PCH_INCLUDE``, set here after torch writes ``build.ninja`` and before ninja runs."""
+    env = build_env(pch_root, objects)
+    if not env:
+        return
+    os.environ.update(env)
+    if pch_root is None:
         return
     try:
         import torch.utils.cpp_extension as cx
     except Exception:  # noqa: BLE001
         return
     original = getattr(cx, "_write_ninja_file", None)
-    if original is None or getattr(original, "_kv_routed", False):
+    if original is None or getattr(original, "_kv_pch", False):
         return
 
     def write_ninja_file(*args, **kwargs):
         result = original(*args, **kwargs)
+        os.environ.pop(PCH_INCLUDE_ENV, None)
         try:
-            route_compilers(Path(kwargs["path"] if "path" in kwargs else args[0]), objects, pch_root, timeout_s)
-        except Exception:  # noqa: BLE001 - only a speed-up: build as torch wrote it
+            v = _ninja_vars(Path(kwargs["path"] if "path" in kwargs else args[0]))
+            if v.get("cxx") and v.get("cflags") and "sycl" not in v:
+                d = ensure_pch(pch_root, v["cxx"], v["cflags"], v.get("post_cflags", ""), timeout_s, background=True)
+                if d is not None:
+                    os.environ[PCH_INCLUDE_ENV] = str(d)
+        except Exception:  # noqa: BLE001 - only a speed-up: build without it
             pass
         return result
 
-    write_ninja_file._kv_routed = True  # type: ignore[attr-defined]
+    write_ninja_file._kv_pch = True  # type: ignore[attr-defined]
     cx._write_ninja_file = write_ninja_file
 
 

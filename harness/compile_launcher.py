@@ -1,9 +1,12 @@
 """Compiler launcher for extension builds: reuses object files across builds, adds the PCH folder.
 
-``harness.build`` rewrites a ``load_inline`` build's ``build.ninja`` so that ``$cxx`` and ``$nvcc``
-run through this script:
+Build and candidate processes get ``CXX`` and ``PYTORCH_NVCC`` naming shims that run torch's
+compilers through this script (``harness.build.compiler_shims``):
 
-    python -S compile_launcher.py [--objects ROOT] [--include DIR] -- COMPILER ARGS...
+    python -S compile_launcher.py [--objects ROOT] [--include DIR | --pch-from-env] -- COMPILER ARGS...
+
+ROOT defaults to ``$KV_OBJECT_CACHE_DIR`` (unset: no reuse); ``--pch-from-env`` takes DIR from
+``$KV_PCH_INCLUDE``, which the build step sets per extension.
 
 Why: every candidate gets its own extensions folder (keyed by the hash of its whole source), so a
 resubmission that changes one line of the CUDA kernel recompiles the unchanged ``main.cpp`` (torch's
@@ -17,9 +20,9 @@ recompiles both. Here a translation unit is compiled once per distinct input:
 * A hit copies the stored object (and depfile, with this build's folder put back) into place; a miss
   compiles as usual and stores the result. Two builds needing the same unit at once: the second waits
   for the first (a file lock the kernel releases if the holder dies) rather than compile it twice.
-* ``--include DIR``: for compiles by the C++ compiler, ``-I DIR`` first, so ``#include
+* ``--include DIR``: for compiles, ``-I DIR`` first, so ``#include
   <torch/extension.h>`` finds the precompiled header ``DIR/torch/extension.h.gch`` (see harness.build).
-  Only the C++ compiler gets it; nvcc's own preprocessing never sees it.
+  Only the C++ compiler's shim passes it; nvcc's own preprocessing never sees it.
 * Every compile appends one JSON line (unit, hit, seconds) to ``ROOT/compiles.jsonl``; the
   throughput benchmark reads it to report what was reused.
 
@@ -220,13 +223,15 @@ def compile_cached(root: Path, argv: list[str], cwd: Path) -> int:
 
 
 def main(argv: list[str]) -> int:
-    objects, include = None, None
+    objects = Path(os.environ["KV_OBJECT_CACHE_DIR"]) if os.environ.get("KV_OBJECT_CACHE_DIR") else None
+    include = None
     while argv and argv[0] != "--":
-        flag, value, argv = argv[0], argv[1], argv[2:]
-        if flag == "--objects":
-            objects = Path(value)
-        elif flag == "--include":
-            include = value
+        flag, argv = argv[0], argv[1:]
+        if flag == "--pch-from-env":  # the C++ compiler's shim: the PCH folder the build step chose
+            include = os.environ.get("KV_PCH_INCLUDE") or None
+        elif flag in ("--objects", "--include") and argv:
+            value, argv = argv[0], argv[1:]
+            objects, include = (Path(value), include) if flag == "--objects" else (objects, value)
         else:
             sys.stderr.write(f"compile_launcher: unknown option {flag}\n")
             return 2

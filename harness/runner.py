@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 
 import problems as P
 
+from .build import build_env
 from .candidate import source_hash
 from .job import EvalSettings, JobSpec
 from .protocols import PROTOCOLS, Protocol, ProtocolResult, score
@@ -85,6 +86,9 @@ def _child_env(ext_dir: Path, device: str, gpu_index: int | None = None) -> dict
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     if device == "cpu":
         env["CUDA_VISIBLE_DEVICES"] = ""
+    # Same compilers (shims through the compile launcher) for the build and the candidate's own
+    # load_inline: a command that differs between them would make the candidate rebuild.
+    env.update(build_env(pch_dir(), object_cache_dir()))
     return env
 
 
@@ -194,13 +198,7 @@ class Evaluator:
         src_path = work / "candidate_src.py"
         src_path.write_text(source)
         env = _child_env(ext, self.device, self.gpu_index)
-        pch = pch_dir()
-        if pch is not None:
-            env["KV_PCH_DIR"] = str(pch)
-            env["KV_PCH_TIMEOUT_S"] = str(self.settings.build_timeout_s / 3)  # the rest is for the build
-        objects = object_cache_dir()
-        if objects is not None:
-            env["KV_OBJECT_CACHE_DIR"] = str(objects)
+        env["KV_PCH_TIMEOUT_S"] = str(self.settings.build_timeout_s / 3)
         res = run_module("harness.build", [str(src_path)], cwd=work, env=env,
                          timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes)
         shutil.rmtree(work, ignore_errors=True)

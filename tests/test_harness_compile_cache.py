@@ -161,32 +161,30 @@ def test_links_pass_through_and_the_pch_folder_goes_first_on_compiles_only(tmp_p
     assert not (tmp_path / "objects").exists()
 
 
-NINJA = """ninja_required_version = 1.3
-cxx = c++
-nvcc = /usr/local/cuda/bin/nvcc
-
-cflags = -DTORCH_EXTENSION_NAME=relu_x -isystem /inc -fPIC -std=c++20
-post_cflags = -O3
-rule compile
-  command = $cxx -MMD -MF $out.d $cflags -c $in -o $out $post_cflags
-"""
-
-
-def test_route_compilers_rewrites_both_compilers_once(tmp_path):
-    f = tmp_path / "build.ninja"
-    f.write_text(NINJA)
-    objects = tmp_path / "objects"
-    B.route_compilers(f, objects, None)
-    B.route_compilers(f, objects, None)  # torch may hand back a file already routed
-    v = B._ninja_vars(f)
-    for name, orig in (("cxx", "c++"), ("nvcc", "/usr/local/cuda/bin/nvcc")):
-        argv = shlex.split(v[name])
-        assert argv[1:] == ["-S", str(LAUNCHER), "--objects", str(objects), "--", orig]
-    assert "rule compile\n  command = $cxx -MMD" in f.read_text()
-    g = tmp_path / "off.ninja"
-    g.write_text(NINJA)
-    B.route_compilers(g, None, None)
-    assert g.read_text() == NINJA
+def test_shims_route_torchs_compilers_through_the_launcher(tmp_path, cc, monkeypatch):
+    """CXX and PYTORCH_NVCC name shims (the same for build and candidate processes); the C++ one adds
+    the PCH folder the build step chose, nvcc's does not; objects go where KV_OBJECT_CACHE_DIR says."""
+    exe, log, _ = cc
+    nvcc = tmp_path / "nvcc"
+    nvcc.write_text(FAKE_CC)
+    nvcc.chmod(0o755)
+    monkeypatch.setenv("CXX", str(exe))
+    monkeypatch.setenv("PYTORCH_NVCC", str(nvcc))
+    shims = B.compiler_shims(tmp_path / "root")
+    assert set(shims) == {"CXX", "PYTORCH_NVCC"} and B.compiler_shims(tmp_path / "root") == shims
+    monkeypatch.setenv("KV_OBJECT_CACHE_DIR", str(tmp_path / "objects"))
+    monkeypatch.setenv("KV_PCH_INCLUDE", str(tmp_path / "pch"))
+    a = build_dir(tmp_path, "a")
+    for var in ("CXX", "PYTORCH_NVCC"):
+        r = subprocess.run([shims[var], *compile_cmd(exe, a)[1:]], cwd=a, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+    cxx_call, nvcc_call = calls(log)
+    assert cxx_call[:2] == ["-I", str(tmp_path / "pch")] and "-I" not in nvcc_call
+    assert len(list((tmp_path / "objects").glob("??/*/object"))) == 2
+    # A shim is never wrapped in another (a child process inherits CXX already pointing at one).
+    monkeypatch.setenv("CXX", shims["CXX"])
+    monkeypatch.setenv("PYTORCH_NVCC", shims["PYTORCH_NVCC"])
+    assert B.compiler_shims(tmp_path / "root") == {}
 
 
 @pytest.mark.slow
@@ -206,4 +204,7 @@ def test_a_resubmission_with_a_python_change_reuses_the_compiled_extension_unit(
         assert [(r["unit"], r["hit"]) for r in rows] == [("main.cpp", False), ("main.cpp", True)]
         ev_result = ev.evaluate(resubmitted, "level1/21_Sigmoid")
     assert ev_result.record.status == "ok", ev_result.record.error
+    # The candidate's own load_inline at evaluation found the build up to date: nothing compiled or
+    # even looked up again (it would, had its compile commands differed from the build step's).
+    assert len((objects / "compiles.jsonl").read_text().splitlines()) == 2
     assert ev_result.results["naive"].verdict == "correct"  # the reused object is the right extension

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import os
 import shlex
 import subprocess
 import sys
@@ -88,23 +89,31 @@ def test_a_failed_pch_is_remembered_and_not_retried(tmp_path, fake_cxx, monkeypa
     assert len(compiles(log)) == 1
 
 
-def test_no_pch_for_other_compilers_or_past_the_variant_cap(tmp_path, fake_cxx):
+def test_no_pch_for_other_compilers_and_the_least_recently_used_variant_makes_room(tmp_path, fake_cxx):
     cxx, log = fake_cxx
     clang = tmp_path / "clang++"
     clang.write_text('#!/bin/sh\necho "clang version 18.0.0" >&2\n')
     clang.chmod(0o755)
     assert B.ensure_pch(tmp_path / "p1", str(clang), CFLAGS) is None
     root = tmp_path / "p2"
+    made = []
     for i in range(B.MAX_PCH_VARIANTS):
-        assert B.ensure_pch(root, cxx, f"{CFLAGS} -DV{i}") is not None
-    assert B.ensure_pch(root, cxx, f"{CFLAGS} -DV{B.MAX_PCH_VARIANTS}") is None
-    assert B.ensure_pch(root, cxx, f"{CFLAGS} -DV0") is not None  # an existing one is still used
+        made.append(B.ensure_pch(root, cxx, f"{CFLAGS} -DV{i}"))
+        os.utime(made[-1], (1000 + i, 1000 + i))
+    assert None not in made
+    assert B.ensure_pch(root, cxx, f"{CFLAGS} -DV0") == made[0]  # used again: now the most recent
+    extra = B.ensure_pch(root, cxx, f"{CFLAGS} -DV{B.MAX_PCH_VARIANTS}")
+    assert extra is not None and extra.is_dir()
+    assert not made[1].exists() and made[0].is_dir()  # V1 was the least recently used
+    assert len([p for p in root.iterdir() if p.is_dir()]) == B.MAX_PCH_VARIANTS
 
 
 def test_the_hook_gives_each_extension_the_pch_of_its_own_flags(tmp_path, fake_cxx, monkeypatch):
     import torch.utils.cpp_extension as cx
 
     cxx, log = fake_cxx
+    for var in ("CXX", "PYTORCH_NVCC", "KV_PCH_DIR", "KV_OBJECT_CACHE_DIR", "KV_PCH_INCLUDE"):
+        monkeypatch.delenv(var, raising=False)  # restored after the test: the hook sets them
 
     def fake_write_ninja_file(path, cflags, with_cuda=False, **_):
         Path(path).write_text(f"ninja_required_version = 1.3\ncxx = {cxx}\n\ncflags = {' '.join(cflags)}\n"
@@ -113,19 +122,19 @@ def test_the_hook_gives_each_extension_the_pch_of_its_own_flags(tmp_path, fake_c
     monkeypatch.setattr(cx, "_write_ninja_file", fake_write_ninja_file)
     B.enable_build_caches(tmp_path / "pch", None, timeout_s=60)
     assert cx._write_ninja_file is not fake_write_ninja_file
+    assert "/kv-shims/" in os.environ["CXX"]
     dirs = []
     for name, flags in (("a", CFLAGS), ("b", CFLAGS + " -O1")):
-        path = tmp_path / f"{name}.ninja"
+        path = str(tmp_path / f"{name}.ninja")
         # The first build does not wait: it compiles without, while a detached process makes the PCH.
-        cx._write_ninja_file(path=str(path), cflags=flags.split())
-        assert shlex.split(B._ninja_vars(path)["cxx"]) == [cxx]
+        cx._write_ninja_file(path=path, cflags=flags.split())
+        assert "KV_PCH_INCLUDE" not in os.environ
         deadline = time.monotonic() + 120
-        while "--include" not in (argv := shlex.split(B._ninja_vars(path)["cxx"])):
+        while "KV_PCH_INCLUDE" not in os.environ:
             assert time.monotonic() < deadline, "the background PCH never appeared"
             time.sleep(0.5)
-            cx._write_ninja_file(path=str(path), cflags=flags.split())
-        assert argv[-2:] == ["--", cxx] and "--objects" not in argv
-        dirs.append(Path(argv[argv.index("--include") + 1]))
+            cx._write_ninja_file(path=path, cflags=flags.split())
+        dirs.append(Path(os.environ["KV_PCH_INCLUDE"]))
     assert dirs[0] != dirs[1] and all((d / "torch" / "extension.h.gch").is_file() for d in dirs)
     assert len(compiles(log)) == 2  # one PCH per flag set, however many builds asked
 
@@ -144,25 +153,18 @@ def test_a_real_build_compiles_against_a_valid_pch(tmp_path):
         pytest.skip("the C++ compiler is not GCC")
     src = (Path(__file__).resolve().parents[1] / "agents" / "demo_kernels" / "cpu" / "l1_21_sigmoid.py").read_text()
 
-    def build_and_route(source: str, cache: Path) -> tuple[Path, list[str]]:
-        with harness.Evaluator("cpu", "small", cache_dir=cache) as ev:
-            assert ev.build(source).ok
-        (ninja,) = cache.glob("extensions/*/*/build.ninja")
-        return ninja, shlex.split(B._ninja_vars(ninja)["cxx"])  # python -S compile_launcher.py ... -- c++
-
-    ninja, routed = build_and_route(src, tmp_path / "a")
+    with harness.Evaluator("cpu", "small", cache_dir=tmp_path) as ev:
+        assert ev.build(src).ok
+    (ninja,) = tmp_path.glob("extensions/*/*/build.ninja")
     v = B._ninja_vars(ninja)
-    compiler = shlex.join(routed[routed.index("--") + 1:])
+    assert "/kv-shims/" in v["cxx"]  # torch's compiler, through the launcher
     deadline = time.monotonic() + 600  # made in the background by the first build that needed it
-    while (d := B.ensure_pch(root, compiler, v["cflags"], v.get("post_cflags", ""))) is None:
+    while (d := B.ensure_pch(root, v["cxx"], v["cflags"], v.get("post_cflags", ""))) is None:
         assert not list(root.glob("*/failed")), "PCH failed"
         assert time.monotonic() < deadline
         time.sleep(2)
-    if "--include" not in routed:  # it was not ready for that build: the next one gets it
-        ninja, routed = build_and_route(src + "\n# another source hash\n", tmp_path / "b")
-    assert routed[routed.index("--include") + 1] == str(d)
     main = ninja.parent / "main.cpp"
-    r = subprocess.run([*shlex.split(compiler), "-I", str(d), "-H", "-fsyntax-only", *shlex.split(v["cflags"]), str(main)],
+    r = subprocess.run([*shlex.split(v["cxx"]), "-I", str(d), "-H", "-fsyntax-only", *shlex.split(v["cflags"]), str(main)],
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert f"! {d / 'torch' / 'extension.h.gch'}" in r.stderr  # "!": GCC found the PCH valid and used it
