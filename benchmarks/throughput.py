@@ -274,8 +274,11 @@ def main() -> int:
     if ratios:
         lines.append(f"\nverified kernel time while other candidates compiled / on a quiet host (same candidates): "
                      f"median {statistics.median(ratios):.3f}, range {min(ratios):.3f}-{max(ratios):.3f} (n={len(ratios)})")
-    lines.append(f"\nverdict tallies identical between the two pipelined passes: {same} "
-                 f"({', '.join(f'{k} {v}' for k, v in pipe[0]['verdicts'].items() if v)})")
+    tally = ", ".join(f"{k} {v}" for k, v in pipe[0]["verdicts"].items() if v)
+    if len(pipe) > 1:
+        lines.append(f"\nverdict tallies identical between the {len(pipe)} pipelined passes: {same} ({tally})")
+    else:
+        lines.append(f"\nverdict tally of the pipelined pass: {tally}")
     text = "\n".join(lines) + "\n"
     (out / "throughput.md").write_text(text)
     (out / "throughput.json").write_text(json.dumps(rows, indent=1))

@@ -51,6 +51,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import threading
 import traceback
 from pathlib import Path
 
@@ -201,7 +202,7 @@ def compiler_shims(root: Path) -> dict[str, str]:
         path = root / SHIM_DIR / hashlib.sha256(text.encode()).hexdigest()[:16] / Path(real).name
         if not path.is_file():
             path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+            tmp = path.with_name(f".{path.name}.tmp{os.getpid()}.{threading.get_ident()}")  # pool threads share a pid
             tmp.write_text(text)
             tmp.chmod(0o755)
             os.replace(tmp, path)

@@ -15,14 +15,17 @@ recompiles both. Here a translation unit is compiled once per distinct input:
 
 * Key: the compiler's identity (resolved path and ``--version``), its arguments with the build folder
   written as a placeholder (so ``-DTORCH_EXTENSION_NAME=...``, the architecture and every flag count),
-  the mtime of every include folder named, and the source file's bytes. Headers: the first compile's dependency list is kept with each header's
-  size and mtime; a later hit is used only if all of them are unchanged.
+  the mtime of every include folder named, and the source file's bytes; not the PCH folder (below).
+  Headers: the first compile's dependency list is kept with each header's size and mtime; a later
+  hit is used only if all of them are unchanged.
 * A hit copies the stored object (and depfile, with this build's folder put back) into place; a miss
   compiles as usual and stores the result. Two builds needing the same unit at once: the second waits
   for the first (a file lock the kernel releases if the holder dies) rather than compile it twice.
-* ``--include DIR``: for compiles, ``-I DIR`` first, so ``#include
-  <torch/extension.h>`` finds the precompiled header ``DIR/torch/extension.h.gch`` (see harness.build).
-  Only the C++ compiler's shim passes it; nvcc's own preprocessing never sees it.
+* ``--include DIR``: for compiles, ``-I DIR`` first, so ``#include <torch/extension.h>`` finds the
+  precompiled header ``DIR/torch/extension.h.gch`` (see harness.build). Only the C++ compiler's shim
+  passes it; nvcc's own preprocessing never sees it. GCC uses a PCH only when it matches the compile
+  and parses the header otherwise, so the object is the same with or without it: a unit compiled
+  before the PCH existed serves later builds that have it.
 * Every compile appends one JSON line (unit, hit, seconds) to ``ROOT/compiles.jsonl``; the
   throughput benchmark reads it to report what was reused.
 
@@ -192,10 +195,15 @@ def _log(root: Path, unit: Unit, hit: bool, seconds: float, rc: int) -> None:
         pass
 
 
-def compile_cached(root: Path, argv: list[str], cwd: Path) -> int:
+def compile_cached(root: Path, argv: list[str], cwd: Path, include: str | None = None) -> int:
+    """Restore or compile ``argv``; ``include``, the PCH folder, goes first on the command line but not
+    into the key: GCC uses a PCH only if it matches and parses the header otherwise, so the object is
+    the same either way, and a unit compiled before the PCH existed still serves builds that have it."""
     t0 = time.perf_counter()
+    key = Unit(argv, cwd).key()
+    if include:
+        argv = [argv[0], "-I", include, *argv[1:]]
     unit = Unit(argv, cwd)
-    key = unit.key()
     entry = root / key[:2] / key
     entry.parent.mkdir(parents=True, exist_ok=True)
     with open(entry.parent / f"{key}.lock", "w") as lock:
@@ -240,11 +248,11 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("compile_launcher: no compiler command after --\n")
         return 2
     is_compile = "-c" in cmd and "-o" in cmd
-    if include and is_compile:
-        cmd = [cmd[0], "-I", include, *cmd[1:]]
     if objects is None or not is_compile:
+        if include and is_compile:
+            cmd = [cmd[0], "-I", include, *cmd[1:]]
         os.execvp(cmd[0], cmd)
-    return compile_cached(objects, cmd, Path.cwd())
+    return compile_cached(objects, cmd, Path.cwd(), include)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""Object reuse across extension builds (harness/compile_launcher.py) and the build.ninja rewrite
-that routes torch's compilers through it (harness.build.route_compilers)."""
+"""Object reuse across extension builds (harness/compile_launcher.py) and the compiler shims that
+route torch's compilers through it (harness.build.compiler_shims)."""
 
 from __future__ import annotations
 
@@ -147,6 +147,20 @@ def test_concurrent_builds_of_one_unit_compile_it_once(tmp_path, cc, monkeypatch
     assert [r.returncode for r in results] == [0, 0, 0]
     assert len(calls(log)) == 1
     assert len({(d / "main.o").read_bytes() for d in dirs}) == 1
+
+
+def test_a_unit_compiled_before_the_pch_existed_serves_builds_that_have_it(tmp_path, cc):
+    """The first wave of builds compiles without the PCH (it is being made): their resubmissions, which
+    get it, must still reuse those objects, since a PCH never changes what is compiled."""
+    exe, log, _ = cc
+    objects = tmp_path / "objects"
+    a, b = build_dir(tmp_path, "a"), build_dir(tmp_path, "b")
+    assert launch(objects, a, compile_cmd(exe, a)).returncode == 0
+    assert launch(objects, b, compile_cmd(exe, b), include=tmp_path / "pch").returncode == 0
+    assert len(calls(log)) == 1 and (b / "main.o").read_bytes() == (a / "main.o").read_bytes()
+    c = build_dir(tmp_path, "c", source="int other;\n")
+    assert launch(objects, c, compile_cmd(exe, c), include=tmp_path / "pch").returncode == 0
+    assert calls(log)[1][:2] == ["-I", str(tmp_path / "pch")]  # a miss compiles with it
 
 
 def test_links_pass_through_and_the_pch_folder_goes_first_on_compiles_only(tmp_path, cc):
