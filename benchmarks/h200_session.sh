@@ -36,6 +36,7 @@ for name in ${STEPS:-throughput clock_ramp timer_agreement reproducibility}; do
         --cache-root /tmp/kv-throughput --out "$R" ;;
     worker_overhead) step worker_overhead python3 benchmarks/worker_overhead.py --device cuda --n 12 --out "$R" ;;
     clock_ramp) step clock_ramp python3 benchmarks/clock_ramp.py --out "$R" ;;
+    build_caches) step build_caches python3 benchmarks/build_caches.py --out "$R" ;;
     timer_agreement) step timer_agreement python3 benchmarks/timer_agreement.py --out "$R" ;;
     reproducibility) step reproducibility python3 benchmarks/reproducibility.py --reps 5 --verified-seconds 1.0 \
         --budget-s "${REPRO_BUDGET_S:-540}" --cache-dir /tmp/kv-throughput/pipelined --out "$R" ;;

@@ -80,3 +80,17 @@ def test_compile_summary_counts_units_compiled_and_reused():
     s = throughput.compile_summary(log)
     assert s["main.cpp"] == {"compiled": 1, "reused": 1, "failed": 0, "compile_s_median": 30.0, "compile_s_sum": 30.0}
     assert s["cuda.cu"]["compiled"] == 1 and s["cuda.cu"]["failed"] == 1
+
+
+def test_build_caches_table_reads_the_launcher_log_rows():
+    import build_caches
+
+    rows = [{"step": "kernel change", "build_s": 75.9, "error": ["/usr/bin/ld: cannot find -lcudart"],
+             "units": [{"unit": "main.cpp", "hit": True, "seconds": 0.01, "rc": 0},
+                       {"unit": "cuda.cu", "hit": False, "seconds": 75.5, "rc": 0}]},
+            {"step": "Python change", "build_s": 0.5, "error": [], "units": []}]
+    text = build_caches.table(rows, "relu.py")
+    assert "| kernel change | 75.9 | reused | compiled 75.5 s | failed: no CUDA libraries (CPU-only torch) |" in text
+    assert "| Python change | 0.5 | not run | not run | ok |" in text
+    cpp, cuda, funcs = build_caches.kernel_source(ROOT / "harness/examples/cuda/relu.py")
+    assert funcs == ["relu_forward"] and "__global__" in cuda and "relu_forward" in cpp
