@@ -12,7 +12,8 @@
 #
 # Steps: reward-hack suite (issue 4), throughput and build latency (with a warm pass using pre-started
 # workers), pre-started worker overhead, clock ramp after idle, timer vs profiler, reproducibility
-# (issue 8). The default set takes about 25 minutes: throughput ~14, reproducibility REPRO_BUDGET_S. Nothing else runs on the GPU meanwhile: the throughput passes and the timing benchmarks
+# (issue 8). The default set takes about 25 minutes: reproducibility REPRO_BUDGET_S plus its builds,
+# throughput ~10, build_priority ~3. Nothing else runs on the GPU meanwhile: the throughput passes and the timing benchmarks
 # would disturb each other. Each step's log and tables land in RESULTS_DIR as it finishes, and
 # RESULTS_DIR/done names the steps finished, so a caller can collect partial results at any time.
 set -u
@@ -27,8 +28,9 @@ step() {  # name, command...
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >"$R/gpu.txt" 2>&1
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" >>"$R/gpu.txt" 2>&1
-# STEPS picks and orders the steps (default: the issue-8 measurements; hack_suite ran in an earlier session).
-for name in ${STEPS:-throughput clock_ramp timer_agreement reproducibility}; do
+# STEPS picks and orders the steps. Default: what issue 8 still lacks on a GPU, most needed first
+# (hack_suite, timer_agreement, clock_ramp and a cold throughput run are recorded from earlier sessions).
+for name in ${STEPS:-reproducibility throughput build_priority}; do
     case $name in
     hack_suite) step hack_suite python3 benchmarks/gpu_hack_suite.py --device cuda --quick --out "$R/h200_hack_suite.md" ;;
     throughput) step throughput python3 benchmarks/throughput.py --device cuda --candidates cuda --serial-sample 3 \
@@ -37,6 +39,7 @@ for name in ${STEPS:-throughput clock_ramp timer_agreement reproducibility}; do
     worker_overhead) step worker_overhead python3 benchmarks/worker_overhead.py --device cuda --n 12 --out "$R" ;;
     clock_ramp) step clock_ramp python3 benchmarks/clock_ramp.py --out "$R" ;;
     build_caches) step build_caches python3 benchmarks/build_caches.py --out "$R" ;;
+    build_priority) step build_priority python3 benchmarks/build_priority.py --device cuda --builds 16 --rounds 1 --out "$R" ;;
     timer_agreement) step timer_agreement python3 benchmarks/timer_agreement.py --out "$R" ;;
     reproducibility) step reproducibility python3 benchmarks/reproducibility.py --reps 5 --verified-seconds 1.0 \
         --budget-s "${REPRO_BUDGET_S:-540}" --cache-dir /tmp/kv-throughput/pipelined --out "$R" ;;

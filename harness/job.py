@@ -22,6 +22,10 @@ class EvalSettings(BaseModel):
     timing_input_sets: int = Field(3, description="rotating input sets for verified timing (distinct pointers)")
     expected_bytes_budget: int = Field(8 * 2**30, description="disk for expected outputs; fewer trials beyond it")
     build_timeout_s: float = 900.0
+    build_niceness: int = Field(
+        10, ge=0, le=19, description="CPU priority of build processes and their compilers below the candidate "
+                                     "being measured: a pool compiles on every core while the GPU worker starts, "
+                                     "loads and times a candidate (benchmarks/build_priority.py)")
     eval_timeout_s: float = 600.0
     reference_timeout_s: float = 900.0
     measure_timing: bool = True

@@ -200,7 +200,8 @@ class Evaluator:
         env = _child_env(ext, self.device, self.gpu_index)
         env["KV_PCH_TIMEOUT_S"] = str(self.settings.build_timeout_s / 3)
         res = run_module("harness.build", [str(src_path)], cwd=work, env=env,
-                         timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes)
+                         timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes,
+                         niceness=self.settings.build_niceness)
         shutil.rmtree(work, ignore_errors=True)
         if res.timed_out:
             return BuildResult(False, res.seconds, f"build exceeded {self.settings.build_timeout_s:.0f} s", False, True)

@@ -45,9 +45,17 @@ def _die_with_parent() -> None:
         pass
 
 
-def _preexec(max_file_bytes: int, isolate_network: bool):
+def _preexec(max_file_bytes: int, isolate_network: bool, niceness: int = 0):
     def run() -> None:
         _die_with_parent()
+        if niceness:
+            os.nice(niceness)
+            # With autogroup scheduling (Linux's default on desktops and many VMs) each session gets
+            # its own group and CPU is split between groups first: a nice value alone does nothing
+            # against processes of other sessions. This child's session is new; nice its group too.
+            with contextlib.suppress(OSError):
+                with open("/proc/self/autogroup", "w") as f:
+                    f.write(str(niceness))
         resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if isolate_network:
@@ -106,15 +114,17 @@ class Child:
 
 
 def spawn_module(module: str, args: list[str], *, cwd: Path, env: dict[str, str], max_file_bytes: int,
-                 isolate_network: bool = True, pass_fds: tuple[int, ...] = (), stdin_pipe: bool = False) -> Child:
+                 isolate_network: bool = True, pass_fds: tuple[int, ...] = (), stdin_pipe: bool = False,
+                 niceness: int = 0) -> Child:
     """Start ``python -m module args`` sandboxed and return at once. With ``stdin_pipe`` the parent
-    can write to its stdin (a pre-started worker waits there for its job)."""
+    can write to its stdin (a pre-started worker waits there for its job). ``niceness`` lowers its
+    CPU priority (and its children's: compilers) below the evaluator's other processes."""
     out_path, err_path = cwd / f"{module}.stdout", cwd / f"{module}.stderr"
     with out_path.open("wb") as out, err_path.open("wb") as err:  # the child keeps its own copies
         proc = subprocess.Popen(
             [sys.executable, "-m", module, *args], cwd=cwd, env=env, stdout=out, stderr=err,
             stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL, start_new_session=True,
-            pass_fds=pass_fds, preexec_fn=_preexec(max_file_bytes, isolate_network),
+            pass_fds=pass_fds, preexec_fn=_preexec(max_file_bytes, isolate_network, niceness),
         )
     return Child(proc, out_path, err_path, time.perf_counter())
 
@@ -145,8 +155,8 @@ def wait_child(child: Child, timeout_s: float, on_start=None, started: float | N
 
 def run_module(module: str, args: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
                max_file_bytes: int, isolate_network: bool = True, pass_fds: tuple[int, ...] = (),
-               on_start=None) -> ChildResult:
+               on_start=None, niceness: int = 0) -> ChildResult:
     """Run ``python -m module args`` sandboxed; ``on_start(proc)`` may read pipes while it runs."""
     child = spawn_module(module, args, cwd=cwd, env=env, max_file_bytes=max_file_bytes,
-                         isolate_network=isolate_network, pass_fds=pass_fds)
+                         isolate_network=isolate_network, pass_fds=pass_fds, niceness=niceness)
     return wait_child(child, timeout_s, on_start)

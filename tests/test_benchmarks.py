@@ -94,3 +94,15 @@ def test_build_caches_table_reads_the_launcher_log_rows():
     assert "| Python change | 0.5 | not run | not run | ok |" in text
     cpp, cuda, funcs = build_caches.kernel_source(ROOT / "harness/examples/cuda/relu.py")
     assert funcs == ["relu_forward"] and "__global__" in cuda and "relu_forward" in cpp
+
+
+def test_build_priority_table_shows_each_trial():
+    import build_priority
+
+    rows = [{"niceness": 10, "builds": 2, "builds_ok": 2, "build_wall_s": 51.0, "evaluations": 6,
+             "startup_s_median": 1.25, "eval_s_median": 7.5, "overhead_s_median": 2.0, "verdicts": ["correct"]},
+            {"niceness": 0, "builds": 2, "builds_ok": 2, "build_wall_s": 50.0, "evaluations": 0,
+             "startup_s_median": None, "eval_s_median": None, "overhead_s_median": None, "verdicts": []}]
+    text = build_priority.table(rows)
+    assert "| 10 | 2 (2) | 51.0 | 6 | 1.25 | 7.50 | 2.00 | correct |" in text
+    assert "| 0 | 2 (2) | 50.0 | 0 | - | - | - |  |" in text

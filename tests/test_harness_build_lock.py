@@ -63,3 +63,30 @@ def test_build_many_keeps_the_order_of_its_sources(tmp_path):
         results = ev.build_many([SOURCE, *python_only])
     assert [r.ok for r in results] == [True] * 4
     assert results[0].seconds > 0 and all(r.seconds == 0 for r in results[1:])  # only the C++ one compiles
+
+
+# A "candidate" whose build step reports the CPU priority it runs at (the word load_inline makes the
+# Evaluator run its build step at all).
+NICENESS_PROBE = """# would call load_inline
+import os
+try:
+    group = open("/proc/self/autogroup").read().split()[-1]
+except OSError:
+    group = "none"
+raise RuntimeError(f"build niceness={os.nice(0)} autogroup={group}")
+"""
+
+
+@pytest.mark.parametrize("setting", [None, 0, 5])
+def test_builds_run_below_the_evaluators_priority(tmp_path, setting):
+    """Compilers on every core must not starve the candidate being started and timed: builds are
+    niced (10 by default); the setting can change or drop it."""
+    import os
+
+    settings = EvalSettings() if setting is None else EvalSettings(build_niceness=setting)
+    with harness.Evaluator("cpu", "small", settings=settings, cache_dir=tmp_path) as ev:
+        built = ev.build(NICENESS_PROBE)
+    expected = min(19, os.nice(0) + (10 if setting is None else setting))
+    assert not built.ok and f"build niceness={expected} " in built.error
+    # Its session is its own autogroup where the kernel has them: niced too, or the nice value is moot.
+    assert f"autogroup={expected}" in built.error or "autogroup=none" in built.error
