@@ -42,7 +42,7 @@ for name in ${STEPS:-reproducibility throughput build_priority}; do
     build_priority) step build_priority python3 benchmarks/build_priority.py --device cuda --builds 16 --rounds 1 --out "$R" ;;
     timer_agreement) step timer_agreement python3 benchmarks/timer_agreement.py --out "$R" ;;
     reproducibility) step reproducibility python3 benchmarks/reproducibility.py --reps 5 --verified-seconds 1.0 \
-        --budget-s "${REPRO_BUDGET_S:-540}" --cache-dir /tmp/kv-repro --out "$R" ;;
+        --budget-s "${REPRO_BUDGET_S:-600}" --cache-dir /tmp/kv-repro --out "$R" ;;
     *) echo "unknown step $name" >>"$R/steps.log" ;;
     esac
 done
