@@ -12,7 +12,7 @@
 #
 # Steps: reward-hack suite (issue 4), throughput and build latency (with a warm pass using pre-started
 # workers), pre-started worker overhead, clock ramp after idle, timer vs profiler, reproducibility
-# (issue 8). The default set takes about 25 minutes: reproducibility REPRO_BUDGET_S plus its builds,
+# (issue 8). The default set takes about 25 minutes: reproducibility REPRO_BUDGET_S (its builds included),
 # throughput ~10, build_priority ~3. Nothing else runs on the GPU meanwhile: the throughput passes and the timing benchmarks
 # would disturb each other. Each step's log and tables land in RESULTS_DIR as it finishes, and
 # RESULTS_DIR/done names the steps finished, so a caller can collect partial results at any time.
