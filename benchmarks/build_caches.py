@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _results import write_results
+
 ROOT = Path(__file__).resolve().parent.parent
 STEPS = ["cold", "new name", "kernel change", "Python change"]
 
@@ -117,11 +119,7 @@ def main() -> int:
             rows.append({"step": label, "build_s": res["seconds"], "error": res["error"],
                          "units": [{k: u[k] for k in ("unit", "hit", "seconds", "rc")} for u in units]})
             print(json.dumps(rows[-1]), flush=True)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "build_caches.json").write_text(json.dumps(rows, indent=1))
-    text = table(rows, Path(args.source).name)
-    (args.out / "build_caches.md").write_text(text)
-    print(text)
+    write_results(args.out, "build_caches", table(rows, Path(args.source).name), rows)
     return 0
 
 

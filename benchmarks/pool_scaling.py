@@ -22,6 +22,8 @@ import sys
 import time
 from pathlib import Path
 
+from _results import write_results
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -102,10 +104,7 @@ def main() -> int:
         lines.append(f"| {r['workers']} | {r['wall_s']:.0f} | {first / r['wall_s']:.2f}x | {r['evaluations']} | "
                      f"{r['per_worker']} | {r['gpus_in_records'] or '-'} | {r['attempts']} | "
                      f"{r['identical_to_first']} | {', '.join(f'{k} {v}' for k, v in r['verified'].items() if v)} |")
-    text = "\n".join(lines) + "\n"
-    (out / "pool_scaling.md").write_text(text)
-    (out / "pool_scaling.json").write_text(json.dumps(rows, indent=1))
-    print(text)
+    write_results(out, "pool_scaling", "\n".join(lines) + "\n", rows)
     return 0
 
 

@@ -44,6 +44,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from _results import write_results
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -279,10 +281,7 @@ def main() -> int:
         lines.append(f"\nverdict tallies identical between the {len(pipe)} pipelined passes: {same} ({tally})")
     else:
         lines.append(f"\nverdict tally of the pipelined pass: {tally}")
-    text = "\n".join(lines) + "\n"
-    (out / "throughput.md").write_text(text)
-    (out / "throughput.json").write_text(json.dumps(rows, indent=1))
-    print(text)
+    write_results(out, "throughput", "\n".join(lines) + "\n", rows)
     return 0
 
 

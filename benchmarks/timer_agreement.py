@@ -33,6 +33,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from _results import write_results
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -224,10 +226,7 @@ def main() -> int:
         lines.append(f"| {r['subject']} | {r['problem']} ({r['size']}) | {r['verified_ms']:.4f} | {r['synced_ms']:.4f} | "
                      f"{q} | {r['profiler_span_ms']:.4f} | {r['profiler_busy_ms']:.4f} | {r['streams']} | "
                      f"{r['verified_over_profiler']:.3f} | {r['synced_over_profiler']:.3f} | {qr} |")
-    text = "\n".join(lines) + "\n"
-    (out / "timer_agreement.md").write_text(text)
-    (out / "timer_agreement.json").write_text(json.dumps({"device": torch.cuda.get_device_name(0), "rows": rows}, indent=1))
-    print(text)
+    write_results(out, "timer_agreement", "\n".join(lines) + "\n", {"device": torch.cuda.get_device_name(0), "rows": rows})
     return 0
 
 

@@ -22,6 +22,8 @@ import statistics
 import sys
 from pathlib import Path
 
+from _results import write_results
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
@@ -78,10 +80,7 @@ def main() -> int:
                      f"{statistics.median(r['startup_s'] or 0 for r in rs):.2f} | "
                      f"{statistics.median(r['overhead_s'] for r in rs):.2f} | "
                      f"{', '.join(sorted({r['verdict'] for r in rs}))} |")
-    text = "\n".join(lines) + "\n"
-    (out / "worker_overhead.md").write_text(text)
-    (out / "worker_overhead.json").write_text(json.dumps(rows, indent=1))
-    print(text)
+    write_results(out, "worker_overhead", "\n".join(lines) + "\n", rows)
     return 0
 
 

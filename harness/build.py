@@ -3,8 +3,8 @@
 Run as ``python -m harness.build SOURCE.py``; exit 0 on success, 3 with the error on stderr otherwise.
 Builds run in parallel with evaluation (one process each), and a later import hits the cache.
 
-Two build caches below the per-source extensions cache, both applied by rewriting the
-``build.ninja`` torch writes so its compilers run through ``harness/compile_launcher.py``:
+Two build caches below the per-source extensions cache, both applied by running torch's compilers
+through ``harness/compile_launcher.py`` (``CXX`` and ``PYTORCH_NVCC`` name shims, see ``compiler_shims``):
 
 * Object reuse (``KV_OBJECT_CACHE_DIR``; ``Evaluator`` sets it, see ``harness.runner.object_cache_dir``):
   a translation unit whose compiler, flags and source are unchanged is not compiled again. A
@@ -36,10 +36,12 @@ Two build caches below the per-source extensions cache, both applied by rewritin
   At most ``MAX_PCH_VARIANTS`` flag sets keep one (each is ~0.8 GB); a new one replaces the least
   recently used.
 * Mechanism: the build process wraps ``torch.utils.cpp_extension._write_ninja_file`` (private; if a
-  torch version lacks it, builds simply run without either cache) and rewrites the file it wrote.
-  Only this build process is affected; the candidate's evaluation process never sees the wrapper. A
-  candidate could write to the PCH or object folders at build time, as it already can to the
-  extensions cache or the torch install.
+  torch version lacks it, builds run without a PCH) to choose the PCH for the flags torch just wrote
+  and hand it to the launcher as ``KV_PCH_INCLUDE``; ``build.ninja`` itself is left as torch wrote it.
+  Only this build process has the wrapper; the candidate's evaluation process gets the same shims, so
+  its own ``load_inline`` sees identical commands and finds the build up to date. A candidate could
+  write to the PCH or object folders at build time, as it already can to the extensions cache or
+  the torch install.
 """
 
 from __future__ import annotations

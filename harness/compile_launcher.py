@@ -195,14 +195,18 @@ def _log(root: Path, unit: Unit, hit: bool, seconds: float, rc: int) -> None:
         pass
 
 
+def with_include(argv: list[str], include: str | None) -> list[str]:
+    """The compile command with the PCH folder first on its include path (unchanged without one)."""
+    return [argv[0], "-I", include, *argv[1:]] if include else argv
+
+
 def compile_cached(root: Path, argv: list[str], cwd: Path, include: str | None = None) -> int:
     """Restore or compile ``argv``; ``include``, the PCH folder, goes first on the command line but not
     into the key: GCC uses a PCH only if it matches and parses the header otherwise, so the object is
     the same either way, and a unit compiled before the PCH existed still serves builds that have it."""
     t0 = time.perf_counter()
     key = Unit(argv, cwd).key()
-    if include:
-        argv = [argv[0], "-I", include, *argv[1:]]
+    argv = with_include(argv, include)
     unit = Unit(argv, cwd)
     entry = root / key[:2] / key
     entry.parent.mkdir(parents=True, exist_ok=True)
@@ -249,8 +253,8 @@ def main(argv: list[str]) -> int:
         return 2
     is_compile = "-c" in cmd and "-o" in cmd
     if objects is None or not is_compile:
-        if include and is_compile:
-            cmd = [cmd[0], "-I", include, *cmd[1:]]
+        if is_compile:
+            cmd = with_include(cmd, include)
         os.execvp(cmd[0], cmd)
     return compile_cached(objects, cmd, Path.cwd(), include)
 

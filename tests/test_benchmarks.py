@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "benchmarks"))
-SCRIPTS = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py"))
+SCRIPTS = sorted(p.name for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_"))  # _x.py: shared helpers
 
 
 @pytest.mark.parametrize("script", SCRIPTS)
@@ -106,3 +107,12 @@ def test_build_priority_table_shows_each_trial():
     text = build_priority.table(rows)
     assert "| 10 | 2 (2) | 51.0 | 6 | 1.25 | 7.50 | 2.00 | correct |" in text
     assert "| 0 | 2 (2) | 50.0 | 0 | - | - | - |  |" in text
+
+
+def test_write_results_leaves_the_table_and_its_data(tmp_path, capsys):
+    from _results import write_results
+
+    write_results(tmp_path / "new", "bench", "| a |\n", {"rows": [1, 2]})
+    assert (tmp_path / "new" / "bench.md").read_text() == "| a |\n"
+    assert json.loads((tmp_path / "new" / "bench.json").read_text()) == {"rows": [1, 2]}
+    assert "| a |" in capsys.readouterr().out
