@@ -18,7 +18,7 @@ class EvalSettings(BaseModel):
     verified_seconds_per_subject: float = 6.0
     verified_warmup_seconds: float = Field(
         0.3, description="on a GPU, untimed rounds of all subjects for at least this long before verified timing "
-                         "(clock ramp from idle; benchmarks/clock_ramp.py)")
+                         "(the first work after idle runs slow; benchmarks/clock_ramp.py)")
     timing_input_sets: int = Field(3, description="rotating input sets for verified timing (distinct pointers)")
     expected_bytes_budget: int = Field(8 * 2**30, description="disk for expected outputs; fewer trials beyond it")
     build_timeout_s: float = 900.0

@@ -66,8 +66,8 @@ class VerifiedBudget:
 
 def warm_up(subjects: list[Subject], n_sets: int, ops: DeviceOps, calls: int, seconds: float) -> None:
     """``calls`` untimed calls of each subject, then rounds of all of them until ``seconds`` have
-    passed: an idle GPU runs at a fraction of its boost clock (an H200 reads 345 MHz idle, 1980 MHz
-    under load) and the first timed rounds of a short kernel would otherwise catch the climb."""
+    passed: on an H200 the first 50-200 ms of work after an idle second or more ran up to 15% slow
+    (benchmarks/clock_ramp.py), and the first timed rounds of a short kernel would catch that."""
     for s in subjects:
         for i in range(calls):
             s.fn(i % n_sets)
