@@ -212,7 +212,7 @@ def main() -> int:
             subprocess.run(me + ["--child", "heat"], check=True)
         else:
             time.sleep(2.0)
-        res = subprocess.run(me + ["--child", "measure"], check=True, capture_output=True, text=True)
+        res = subprocess.run(me + ["--child", "measure"], check=True, stdout=subprocess.PIPE, text=True)
         run = json.loads(res.stdout.strip().splitlines()[-1]) | {"after": after}
         print(json.dumps(run), flush=True)
         runs.append(run)
