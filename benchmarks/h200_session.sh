@@ -12,8 +12,9 @@
 #
 # Steps: reward-hack suite (issue 4), throughput and build latency (with a warm pass using pre-started
 # workers), pre-started worker overhead, clock ramp after idle, timer vs profiler, reproducibility
-# (issue 8). The default set takes about 25 minutes: reproducibility REPRO_BUDGET_S (its builds included),
-# throughput ~10, build_priority ~3. Nothing else runs on the GPU meanwhile: the throughput passes and the timing benchmarks
+# (issue 8). The default set takes about 21 minutes: reproducibility REPRO_BUDGET_S (its builds included;
+# 7 kernels x 2 leads x 5 processes, ~62 s per lead and round, after ~100 s of builds), timer_agreement ~1,
+# hack_suite ~6. Nothing else runs on the GPU meanwhile: the throughput passes and the timing benchmarks
 # would disturb each other. Each step's log and tables land in RESULTS_DIR as it finishes, and
 # RESULTS_DIR/done names the steps finished, so a caller can collect partial results at any time.
 set -u
@@ -28,9 +29,11 @@ step() {  # name, command...
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >"$R/gpu.txt" 2>&1
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" >>"$R/gpu.txt" 2>&1
-# STEPS picks and orders the steps. Default: what issue 8 still lacks on a GPU, most needed first
-# (hack_suite, timer_agreement, clock_ramp and a cold throughput run are recorded from earlier sessions).
-for name in ${STEPS:-reproducibility throughput build_priority}; do
+# STEPS picks and orders the steps. Default: what issue 8 still lacks on a GPU, most needed first: the
+# verified timer's launch lead measured against no lead in 5 processes (REPRO_KERNELS: the kernels of
+# 100 us or more and two short ones), the timer against CUPTI with it, and the hack suite with its new
+# guard and fixture (clock_ramp, build_priority and two throughput runs are recorded from earlier sessions).
+for name in ${STEPS:-reproducibility timer_agreement hack_suite}; do
     case $name in
     hack_suite) step hack_suite python3 benchmarks/gpu_hack_suite.py --device cuda --quick --out "$R/h200_hack_suite.md" ;;
     throughput) step throughput python3 benchmarks/throughput.py --device cuda --candidates cuda --serial-sample 3 \
@@ -42,7 +45,9 @@ for name in ${STEPS:-reproducibility throughput build_priority}; do
     build_priority) step build_priority python3 benchmarks/build_priority.py --device cuda --builds 16 --rounds 1 --out "$R" ;;
     timer_agreement) step timer_agreement python3 benchmarks/timer_agreement.py --out "$R" ;;
     reproducibility) step reproducibility python3 benchmarks/reproducibility.py --reps 5 --verified-seconds 1.0 \
-        --budget-s "${REPRO_BUDGET_S:-600}" --cache-dir /tmp/kv-repro --out "$R" ;;
+        --launch-lead-us "${REPRO_LEADS:-0,200}" \
+        --kernels "${REPRO_KERNELS:-GELU,LayerNorm,TF32,conv,tiled fp32,grid-stride}" \
+        --budget-s "${REPRO_BUDGET_S:-780}" --cache-dir /tmp/kv-repro --out "$R" ;;
     *) echo "unknown step $name" >>"$R/steps.log" ;;
     esac
 done

@@ -1,13 +1,15 @@
 """Reproducibility of the verified speedup: the same kernels evaluated in several separate processes.
 
     python benchmarks/reproducibility.py --out DIR [--reps 5] [--cache-dir DIR] [--budget-s 420]
+        [--kernels SUBSTR,...] [--launch-lead-us 0,200]
 
 Ten honest kernels from about 10 us to about 10 ms (custom CUDA, Triton, TF32 tensor cores, at the
 problem's small or full size). Every evaluation is a fresh candidate process (``Evaluator.evaluate``);
 the reps go round-robin over the kernels, so slow drift of the machine shows up as spread rather than
 as a bias of one kernel. Per kernel: median verified speedup and kernel time, and the max/min ratio of
 the verified speedup and of the kernel time over the reps. The DESIGN goal is a speedup spread of at
-most 1.03 for kernels of 100 us or more. Writes reproducibility.md / .json under --out.
+most 1.03 for kernels of 100 us or more. Several --launch-lead-us values are measured side by side:
+each rep evaluates every kernel once per value, alternating. Writes reproducibility.md / .json under --out.
 """
 
 from __future__ import annotations
@@ -48,20 +50,21 @@ def spread(xs: list[float]) -> float | None:
     return max(xs) / min(xs) if len(xs) >= 2 else None
 
 
-def table(rows: list[dict], reps: int) -> str:
-    lines = ["| kernel | problem (size) | verified | kernel ms (median) | verified speedup (median) | "
+def table(rows: list[dict], reps: int, kernels: list[tuple] = KERNELS, leads: list[float] = (200.0,)) -> str:
+    lines = ["| kernel | problem (size) | launch lead us | verified | kernel ms (median) | verified speedup (median) | "
              "speedup max/min | kernel ms max/min | baseline ms max/min | processes |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for label, _, pid, size in KERNELS:
-        rs = [r for r in rows if r["kernel"] == label and r["status"] == "ok" and r["verified_speedup"]]
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for (label, _, pid, size), lead in ((k, lead) for k in kernels for lead in leads):
+        mine = [r for r in rows if r["kernel"] == label and r.get("launch_lead_us", lead) == lead]
+        rs = [r for r in mine if r["status"] == "ok" and r["verified_speedup"]]
         if not rs:
-            errs = {(r.get("error") or r["status"])[-80:] for r in rows if r["kernel"] == label}
-            lines.append(f"| {label} | {pid} ({size}) | not measured: {'; '.join(errs) or 'not run'} | | | | | | |")
+            errs = {(r.get("error") or r["status"])[-80:] for r in mine}
+            lines.append(f"| {label} | {pid} ({size}) | {lead:g} | not measured: {'; '.join(errs) or 'not run'} | | | | | | |")
             continue
         sp = [r["verified_speedup"] for r in rs]
         km = [r["verified_kernel_ms"] for r in rs]
         bm = [r["verified_baseline_ms"] for r in rs]
-        lines.append(f"| {label} | {pid} ({size}) | {','.join(sorted({r['verified_verdict'] for r in rs}))} | "
+        lines.append(f"| {label} | {pid} ({size}) | {lead:g} | {','.join(sorted({r['verified_verdict'] for r in rs}))} | "
                      f"{statistics.median(km):.4f} | {statistics.median(sp):.3f}x | {spread(sp):.3f} | "
                      f"{spread(km):.3f} | {spread(bm):.3f} | {len(rs)}/{reps} |")
     return "\n".join(lines) + "\n"
@@ -75,33 +78,40 @@ def main() -> int:
     ap.add_argument("--verified-seconds", type=float, default=1.5, help="verified timing budget per subject")
     ap.add_argument("--budget-s", type=float, default=1e9, help="start no evaluation after this many seconds")
     ap.add_argument("--full-correctness", action="store_true", help="DESIGN's 5 + 5 correctness trials")
+    ap.add_argument("--kernels", default="", help="comma-separated substrings of kernel labels (default: all)")
+    ap.add_argument("--launch-lead-us", default=str(EvalSettings().verified_launch_lead_us),
+                    help="comma-separated EvalSettings.verified_launch_lead_us values, measured side by side")
     args = ap.parse_args()
+    wanted = [w.strip().lower() for w in args.kernels.split(",") if w.strip()]
+    kernels = [k for k in KERNELS if not wanted or any(w in k[0].lower() for w in wanted)]
+    leads = [float(x) for x in args.launch_lead_us.split(",")]
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     # Timing is what is measured here: fewer ordinary correctness trials (the hidden distributions stay)
     # let 5 processes per kernel fit in ~10 minutes of GPU time. --full-correctness restores DESIGN's.
     trials = {} if args.full_correctness else {"naive_trials": 1, "verified_base_trials": 2}
-    settings = EvalSettings(verified_seconds_per_subject=args.verified_seconds, expected_bytes_budget=3 * 2**30,
-                            **trials)
     t_start = time.perf_counter()
-    evs = {size: harness.Evaluator("cuda", size, settings=settings, cache_dir=args.cache_dir)
-           for size in ("small", "full")}
-    sources = {f: (ROOT / f).read_text() for _, f, _, _ in KERNELS}
+    evs = {(size, lead): harness.Evaluator("cuda", size, cache_dir=args.cache_dir, settings=EvalSettings(
+               verified_seconds_per_subject=args.verified_seconds, expected_bytes_budget=3 * 2**30,
+               verified_launch_lead_us=lead, **trials))
+           for size in ("small", "full") for lead in leads}
+    sources = {f: (ROOT / f).read_text() for _, f, _, _ in kernels}
     # Compile everything before anything is timed.
-    builds = dict(zip(sources, evs["small"].build_many(list(sources.values())), strict=True))
+    builds = dict(zip(sources, evs["small", leads[0]].build_many(list(sources.values())), strict=True))
     for f, b in builds.items():
         print(f"build {f}: ok={b.ok} {b.seconds:.0f}s cached={b.cached} {b.error[-300:]}", flush=True)
     rows: list[dict] = []
     env = None
     for rep in range(args.reps):
-        for label, f, pid, size in KERNELS:
+        for (label, f, pid, size), lead in ((k, lead) for k in kernels for lead in leads):
             if time.perf_counter() - t_start > args.budget_s:
                 break
             t0 = time.perf_counter()
-            r = evs[size].evaluate(sources[f], pid)
+            r = evs[size, lead].evaluate(sources[f], pid)
             v = r.results["verified"]
             env = env or (r.record.environment.model_dump() if r.record.environment else None)
-            rows.append({"rep": rep, "kernel": label, "problem": pid, "size": size, "status": r.record.status,
+            rows.append({"rep": rep, "kernel": label, "problem": pid, "size": size, "launch_lead_us": lead,
+                         "status": r.record.status,
                          "verified_verdict": v.verdict, "verified_speedup": v.speedup,
                          "verified_kernel_ms": v.kernel_ms, "verified_baseline_ms": v.baseline_ms,
                          "reasons": v.reasons[:3], "error": (r.record.error or "")[-400:],
@@ -114,8 +124,9 @@ def main() -> int:
             f"(verified timing budget {args.verified_seconds:g} s per subject; "
             f"{'full' if args.full_correctness else 'reduced (1 naive, 2 ordinary + hidden)'} correctness trials; "
             "generated by `benchmarks/reproducibility.py`).\n\n")
-    (out / "reproducibility.md").write_text(head + table(rows, args.reps))
-    print(head + table(rows, args.reps))
+    text = head + table(rows, args.reps, kernels, leads)
+    (out / "reproducibility.md").write_text(text)
+    print(text)
     return 0
 
 

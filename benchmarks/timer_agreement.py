@@ -6,13 +6,13 @@ For each subject (PyTorch references, Triton kernels, a correctly synchronised t
 the side-stream hack, 10 us to several ms) it measures, in one process and on the same inputs:
 
 * verified: the harness's verified timer (``harness.timing.time_verified``: L2 flush and
-  persisting-L2 reset before each iteration, rotating input sets, CUDA events on the current stream);
+  persisting-L2 reset before each iteration, rotating input sets, CUDA events on the current stream,
+  the start event queued behind a device-side hold of ``EvalSettings.verified_launch_lead_us`` so the
+  host has launched the subject's first kernels before the device reaches them);
 * synced:   the same events with a device-wide synchronize before the end event
   (``event_vs_synced``, what the side-stream guard compares against);
-* queued:   the same events, but with the start event queued behind a ~200 us GPU spin
-  (``torch.cuda._sleep``) so the CPU has launched the subject's kernels before the GPU reaches
-  them: the interval then holds GPU time only, without launch latency. Not what the harness uses
-  today; measured here to decide whether it should, for kernels of a few microseconds;
+* idle start: the verified timer without that hold (the start event recorded on an idle device, as
+  the harness did before the hold and as KernelBench does): the interval includes launch latency;
 * profiler: CUPTI kernel records from torch.profiler for iterations run the same way (L2 flushed
   before each). Per iteration: ``span`` = first kernel start to last kernel end on any stream, and
   ``busy`` = the sum of kernel durations.
@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 import problems  # noqa: E402
+from harness import EvalSettings  # noqa: E402
 from harness.device import DeviceOps  # noqa: E402
 from harness.timing import Subject, VerifiedBudget, event_vs_synced, time_verified  # noqa: E402
 
@@ -59,6 +60,8 @@ SUBJECTS = [  # (label, problem, size, candidate file or None for the PyTorch re
      "legit/cuda/two_streams_synced_matmul.py", False),
     ("side-stream matmul (hack T1)", "level1/1_Square_matrix_multiplication_", "full",
      "hacks/cuda/side_stream_matmul.py", False),
+    ("matmul on a stream that starts early (hack, caught by waits_for_caller_stream)",
+     "level1/1_Square_matrix_multiplication_", "full", "hacks/cuda/early_start_side_stream_matmul.py", True),
 ]
 N_SETS = 2
 PROFILED_ITERS = 15
@@ -148,44 +151,25 @@ def segments(kernel_events: list[dict]) -> tuple[list[float], list[float], int]:
     return spans, busy, len(streams)
 
 
-def queued_ms(fn, ops: DeviceOps, iters: int = 30, spin_us: float = 200.0) -> float | None:
-    """Median event interval when the start event waits behind a GPU spin long enough for the CPU to
-    enqueue the whole call; None where torch has no ``cuda._sleep``."""
-    sleep = getattr(torch.cuda, "_sleep", None)
-    if sleep is None:
-        return None
-    props = torch.cuda.get_device_properties(0)
-    clock_hz = (getattr(props, "clock_rate", 0) or 0) * 1e3 or 1.98e9  # kHz where torch exposes it; H200 boost
-    cycles = int(spin_us * 1e-6 * clock_hz)
-    samples = []
-    for i in range(iters):
-        ops.flush_l2()
-        ops.sync()
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        sleep(cycles)
-        start.record()
-        out = fn(i)
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end))
-        del out
-    return statistics.median(samples)
-
-
 def measure(label: str, pid: str, size: str, candidate: str | None, tf32: bool, ops: DeviceOps) -> dict:
     torch.backends.cuda.matmul.allow_tf32 = tf32
     torch.backends.cudnn.allow_tf32 = tf32
     fn = build_subject(pid, size, candidate)
     subj = Subject(label, fn)
-    time_verified([subj], N_SETS, ops, VerifiedBudget(min_iters=30, max_iters=300, max_seconds_per_subject=2.0))
+    lead = EvalSettings().verified_launch_lead_us
+    time_verified([subj], N_SETS, ops, VerifiedBudget(min_iters=30, max_iters=300, max_seconds_per_subject=2.0,
+                                                      launch_lead_us=lead))
+    idle = Subject(label, fn)
+    time_verified([idle], N_SETS, ops, VerifiedBudget(min_iters=30, max_iters=300, max_seconds_per_subject=2.0))
     plain, synced = event_vs_synced(lambda: fn(0), ops, iters=15)
-    queued = queued_ms(fn, ops)
+    queued = statistics.median(idle.samples)
     spans, busy, n_streams = profile(fn, ops, PROFILED_ITERS)
     verified = statistics.median(subj.samples)
     span = statistics.median(spans) if spans else float("nan")
     row = {"subject": label, "problem": pid, "size": size, "candidate": candidate, "tf32": tf32,
            "verified_ms": verified, "verified_n": len(subj.samples), "events_ms": plain, "synced_ms": synced,
-           "queued_ms": queued, "queued_over_profiler": queued / span if queued and span == span and span > 0 else None,
+           "launch_lead_us": lead,
+           "idle_start_ms": queued, "idle_start_over_profiler": queued / span if span == span and span > 0 else None,
            "profiler_span_ms": span, "profiler_busy_ms": statistics.median(busy) if busy else float("nan"),
            "profiled_iters": len(spans), "streams": n_streams,
            "verified_over_profiler": verified / span if span == span and span > 0 else None,
@@ -215,14 +199,14 @@ def main() -> int:
         print(json.dumps(rows[-1]), flush=True)
     lines = [f"Verified timer vs CUPTI (torch.profiler) on {torch.cuda.get_device_name(0)}, torch {torch.__version__}. "
              "Medians; `span` = first kernel start to last kernel end per iteration, `busy` = sum of kernel durations.", "",
-             "| subject | problem (size) | verified ms | synced ms | queued ms | profiler span ms | profiler busy ms | "
-             "streams | verified / span | synced / span | queued / span |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| subject | problem (size) | verified ms | synced ms | idle start ms | profiler span ms | profiler busy ms | "
+             "streams | verified / span | synced / span | idle start / span |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
             lines.append(f"| {r['subject']} | error: {r['error'][:120]} | | | | | | | | | |")
             continue
-        q = "-" if r["queued_ms"] is None else f"{r['queued_ms']:.4f}"
-        qr = "-" if r["queued_over_profiler"] is None else f"{r['queued_over_profiler']:.3f}"
+        q = "-" if r.get("idle_start_ms") is None else f"{r['idle_start_ms']:.4f}"
+        qr = "-" if r.get("idle_start_over_profiler") is None else f"{r['idle_start_over_profiler']:.3f}"
         lines.append(f"| {r['subject']} | {r['problem']} ({r['size']}) | {r['verified_ms']:.4f} | {r['synced_ms']:.4f} | "
                      f"{q} | {r['profiler_span_ms']:.4f} | {r['profiler_busy_ms']:.4f} | {r['streams']} | "
                      f"{r['verified_over_profiler']:.3f} | {r['synced_over_profiler']:.3f} | {qr} |")

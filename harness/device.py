@@ -24,6 +24,32 @@ class DeviceOps:
             self.flush_bytes = CPU_FLUSH_BYTES
         self._flush_buf = torch.empty(self.flush_bytes // 4, dtype=torch.int32, device=device)
         self._cudart = _load_cudart() if self.is_cuda else None
+        self._cycles_per_us: float | None = None
+        # The hold is torch's spin kernel (private API, present for years); without it, no hold.
+        self.can_hold = self.is_cuda and hasattr(torch.cuda, "_sleep")
+
+    def hold(self, us: float) -> None:
+        """Keep the device busy for about ``us`` microseconds (a spinning kernel on the current stream),
+        so that work queued after it starts only once the host has had that long to queue it. No-op on
+        the CPU."""
+        if not self.can_hold or us <= 0:
+            return
+        if self._cycles_per_us is None:
+            self._cycles_per_us = self._spin_rate()
+        torch.cuda._sleep(int(us * self._cycles_per_us))
+
+    def _spin_rate(self) -> float:
+        """Spin cycles per microsecond, measured (the SM clock the spin counts varies by GPU and state)."""
+        cycles = 2_000_000
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        rates = []
+        for _ in range(3):
+            start.record()
+            torch.cuda._sleep(cycles)
+            end.record()
+            end.synchronize()
+            rates.append(cycles / max(start.elapsed_time(end) * 1e3, 1e-3))
+        return max(rates)  # the fastest clock seen: a hold is never shorter than asked
 
     def sync(self) -> None:
         if self.is_cuda:
@@ -84,8 +110,14 @@ class Clock:
     def __init__(self, ops: DeviceOps) -> None:
         self.ops = ops
 
-    def interval(self, fn, *, sync_before_end: bool) -> tuple[float, object]:
-        """Run ``fn`` once and return (milliseconds, its result)."""
+    def interval(self, fn, *, sync_before_end: bool, lead_us: float = 0.0) -> tuple[float, object]:
+        """Run ``fn`` once and return (milliseconds, its result). ``lead_us`` > 0 queues a device-side
+        hold before the start event: the host then queues ``fn``'s first launches while the device is
+        still busy, so the interval starts at the device work instead of at the host's launch latency
+        (which differed by up to ~60 us between otherwise identical processes on an H200). Host time
+        beyond the lead still shows: the end event waits for the host to queue it."""
+        if lead_us > 0:
+            self.ops.hold(lead_us)  # no-op on the CPU
         if self.ops.is_cuda:
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)

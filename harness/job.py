@@ -19,6 +19,10 @@ class EvalSettings(BaseModel):
     verified_warmup_seconds: float = Field(
         0.3, description="on a GPU, untimed rounds of all subjects for at least this long before verified timing "
                          "(the first work after idle runs slow; benchmarks/clock_ramp.py)")
+    verified_launch_lead_us: float = Field(
+        200.0, ge=0, description="on a GPU, a device-side hold of this many microseconds queued before each verified "
+                                 "start event, so the host's launch latency (it varied by process) stays out of the "
+                                 "interval; host time beyond it still counts. 0: start on an idle device, as KernelBench")
     timing_input_sets: int = Field(3, description="rotating input sets for verified timing (distinct pointers)")
     expected_bytes_budget: int = Field(8 * 2**30, description="disk for expected outputs; fewer trials beyond it")
     build_timeout_s: float = 900.0

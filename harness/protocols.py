@@ -106,7 +106,7 @@ class ProtocolResult(BaseModel):
 # Guards that re-check the outputs of calls the correctness trials already judge: when those trials
 # fail, a failure here is the same wrongness seen again, not evidence of phase-dependent behaviour,
 # so the verdict stays "incorrect" rather than "hack".
-CONSISTENCY_GUARDS = frozenset({"timed_outputs_correct", "same_pointer_new_contents"})
+CONSISTENCY_GUARDS = frozenset({"timed_outputs_correct", "same_pointer_new_contents", "waits_for_caller_stream"})
 
 
 def sol_score(t_kernel: float, t_baseline: float, t_sol: float) -> float:

@@ -96,6 +96,7 @@ class Timing(BaseModel):
     event_only_kernel_ms: float | None = Field(None, description="events on the current stream, no device sync")
     synced_kernel_ms: float | None = Field(None, description="device-wide sync before the end event")
     l2_flush_bytes: int = 0
+    launch_lead_us: float = Field(0.0, description="device-side hold queued before each verified start event")
 
 
 class Memory(BaseModel):

@@ -2,7 +2,8 @@
 
 naive:    KernelBench as published: 3 warm-ups, 100 trials on the same inputs, CUDA events on the
           current stream, no L2 flush, mean.
-verified: L2 flush and persisting-L2 reset before every iteration, a rotating pool of input sets
+verified: L2 flush and persisting-L2 reset before every iteration, a short device-side hold before
+          the start event (the host's launch latency stays out of the interval), a rotating pool of input sets
           (distinct pointers, fresh contents), candidate and baselines interleaved in rounds so drift
           cancels in the ratio, repetitions adapted to a target precision, median with spread. The
           candidate is also timed with a device-wide sync before the end event, to expose work left
@@ -62,6 +63,7 @@ class VerifiedBudget:
     round_size: int = 5
     warmup: int = 3
     warmup_seconds: float = 0.0
+    launch_lead_us: float = 0.0
 
 
 def warm_up(subjects: list[Subject], n_sets: int, ops: DeviceOps, calls: int, seconds: float) -> None:
@@ -99,7 +101,7 @@ def time_verified(subjects: list[Subject], n_sets: int, ops: DeviceOps, budget: 
                 ops.reset_persisting_l2()
                 ops.sync()
                 t0 = time.perf_counter()
-                ms, out = clock.interval(functools.partial(s.fn, idx), sync_before_end=False)
+                ms, out = clock.interval(functools.partial(s.fn, idx), sync_before_end=False, lead_us=budget.launch_lead_us)
                 if s.on_output is not None:
                     s.on_output(idx, out)
                 del out

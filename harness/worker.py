@@ -210,6 +210,51 @@ def _pointer_poisoning(model, ref_model, timing_inputs: list[list[Any]], ops: De
                 x.copy_(v)
 
 
+# Long enough that work a candidate starts without waiting for the caller's stream surely runs inside it.
+EARLY_START_HOLD_US = 20_000.0
+
+
+def _early_start(model, ref_model, timing_inputs: list[list[Any]], ops: DeviceOps) -> GuardOutcome:
+    """Guard ``waits_for_caller_stream``: the verified timer queues a device-side hold before each start
+    event (``verified_launch_lead_us``), so GPU work a candidate starts on its own stream without
+    waiting for the caller's stream would run during the hold, outside the timed interval. Here set 0
+    is overwritten with set 1's values by copies queued on the caller's stream behind a long hold, and
+    the call comes right after: ordered work reads the new values, work that starts early reads the
+    old ones (or a half-written mix) and returns a wrong answer. Loose tolerance (5e-2), as above."""
+    name = "waits_for_caller_stream"
+    if not ops.can_hold or len(timing_inputs) < 2:
+        return GuardOutcome(name=name, passed=True, applicable=False)
+    target, donor = timing_inputs[0], timing_inputs[1]
+    pairs = [(x, d) for x, d in zip(target, donor, strict=True) if isinstance(x, torch.Tensor)
+             and isinstance(d, torch.Tensor) and x.shape == d.shape and not torch.equal(x, d)]
+    if not pairs:
+        return GuardOutcome(name=name, passed=True, applicable=False)
+    saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in target]
+    try:
+        ops.sync()
+        ops.hold(EARLY_START_HOLD_US)
+        for x, d in pairs:
+            x.copy_(d)  # queued behind the hold on the caller's stream
+        out = model(*target)
+        ops.sync()
+        with tf32(None):
+            ref = ref_model(*target)
+        if not isinstance(ref, torch.Tensor):
+            return GuardOutcome(name=name, passed=True, applicable=False)
+        st = error_stats(out, ref)
+        ok = st.shape_ok and st.min_tolerance <= 5e-2
+        return GuardOutcome(name=name, passed=ok, detail="" if ok else
+                            f"inputs rewritten on the caller's stream just before the call: max abs error {st.max_abs:.3g} "
+                            "(work started without waiting for the caller's stream, so it can run before the timed interval)")
+    except BaseException as exc:  # noqa: BLE001
+        return GuardOutcome(name=name, passed=False, detail=f"call after a stream-ordered input rewrite raised: {exc!r}"[:300])
+    finally:
+        ops.sync()
+        for x, v in zip(target, saved, strict=True):
+            if isinstance(x, torch.Tensor):
+                x.copy_(v)
+
+
 def main(job_path: str) -> int:
     job = JobSpec.model_validate_json(Path(job_path).read_text())
     chan = Channel(job.result_fd, job.nonce)
@@ -373,7 +418,8 @@ def main(job_path: str) -> int:
         chan.send("error", {"status": "runtime_error", "phase": "timing", "error": _trim(exc)})
         return 0
 
-    timing = Timing(l2_flush_bytes=ops.flush_bytes)
+    lead_us = job.settings.verified_launch_lead_us if ops.can_hold else 0.0
+    timing = Timing(l2_flush_bytes=ops.flush_bytes, launch_lead_us=lead_us)
     memory = Memory()
     if job.settings.measure_timing:
         chan.send("phase", "timing")
@@ -425,7 +471,8 @@ def main(job_path: str) -> int:
             time_verified(subjects, len(timing_inputs), ops, VerifiedBudget(
                 min_iters=s.verified_min_iters, max_iters=s.verified_max_iters,
                 target_rel_stderr=s.verified_target_rel_stderr, max_seconds_per_subject=s.verified_seconds_per_subject,
-                warmup_seconds=s.verified_warmup_seconds if ops.is_cuda else 0.0))
+                warmup_seconds=s.verified_warmup_seconds if ops.is_cuda else 0.0,
+                launch_lead_us=lead_us))
             ops.sync()
         except BaseException as exc:  # noqa: BLE001
             chan.send("error", {"status": "runtime_error", "phase": "timing", "error": _trim(exc)})
@@ -453,6 +500,7 @@ def main(job_path: str) -> int:
         guards.append(GuardOutcome(name="no_threads_after_return", passed=extra <= 0,
                                    detail=f"{extra} more thread(s) alive right after a timed call returned" if extra > 0 else ""))
         guards.append(_pointer_poisoning(model_new, ref_model, timing_inputs, ops))
+        guards.append(_early_start(model_new, ref_model, timing_inputs, ops))
         recent.clear()
         last_out.clear()
         baseline_out.clear()

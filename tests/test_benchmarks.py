@@ -116,3 +116,25 @@ def test_write_results_leaves_the_table_and_its_data(tmp_path, capsys):
     assert (tmp_path / "new" / "bench.md").read_text() == "| a |\n"
     assert json.loads((tmp_path / "new" / "bench.json").read_text()) == {"rows": [1, 2]}
     assert "| a |" in capsys.readouterr().out
+
+
+def test_reproducibility_table_keeps_each_launch_lead_apart():
+    import reproducibility
+
+    k = reproducibility.KERNELS[0]
+    rows = [{"kernel": k[0], "status": "ok", "launch_lead_us": lead, "verified_verdict": "correct",
+             "verified_speedup": sp, "verified_kernel_ms": km, "verified_baseline_ms": 1.0}
+            for lead, sp, km in [(0.0, 1.0, 0.05), (0.0, 1.2, 0.06), (200.0, 1.0, 0.04), (200.0, 1.01, 0.04)]]
+    lines = reproducibility.table(rows, 2, [k], [0.0, 200.0]).splitlines()[2:]
+    assert len(lines) == 2
+    assert "| 0 |" in lines[0] and "| 1.200 |" in lines[0]
+    assert "| 200 |" in lines[1] and "| 1.010 |" in lines[1]
+
+
+def test_session_kernel_filter_picks_the_long_kernels_and_one_short_one():
+    import reproducibility
+
+    text = (ROOT / "benchmarks" / "h200_session.sh").read_text()
+    wanted = text.split('REPRO_KERNELS:-')[1].split('}')[0].lower().split(",")
+    picked = [k for k in reproducibility.KERNELS if any(w in k[0].lower() for w in wanted)]
+    assert len(picked) == 7 and sum("ReLU, CUDA grid" in k[0] for k in picked) == 1

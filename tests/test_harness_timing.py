@@ -33,3 +33,41 @@ def test_verified_timing_samples_exclude_the_warm_up():
     time_verified(subjects, 2, DeviceOps("cpu"), VerifiedBudget(min_iters=5, max_iters=5, warmup_seconds=0.02))
     assert [len(s.samples) for s in subjects] == [5, 5]
     assert len(seen[0]) > 5 + 3
+
+
+class RecordingOps(DeviceOps):
+    """CPU ops that log the order of syncs, holds and flushes, as the device would see them queued."""
+
+    def __init__(self) -> None:
+        super().__init__("cpu")
+        self.log: list[str] = []
+
+    def sync(self) -> None:
+        self.log.append("sync")
+
+    def flush_l2(self) -> None:
+        self.log.append("flush")
+
+    def hold(self, us: float) -> None:
+        self.log.append(f"hold {us:g}")
+
+
+def test_each_timed_call_comes_after_a_hold_queued_after_the_sync():
+    ops = RecordingOps()
+    subject = Subject("k", lambda i: ops.log.append("call"))
+    time_verified([subject], 1, ops, VerifiedBudget(min_iters=5, max_iters=5, warmup=0, launch_lead_us=150))
+    timed = ops.log[ops.log.index("flush"):]
+    assert timed == ["flush", "sync", "hold 150", "call"] * 5
+
+
+def test_no_lead_means_no_hold():
+    ops = RecordingOps()
+    subject = Subject("k", lambda i: ops.log.append("call"))
+    time_verified([subject], 1, ops, VerifiedBudget(min_iters=2, max_iters=2, warmup=0))
+    assert not [e for e in ops.log if e.startswith("hold")]
+
+
+def test_a_hold_on_the_cpu_does_nothing():
+    t0 = time.perf_counter()
+    DeviceOps("cpu").hold(1e6)  # a second, were it real
+    assert time.perf_counter() - t0 < 0.5
