@@ -25,8 +25,10 @@ class DeviceOps:
         self._flush_buf = torch.empty(self.flush_bytes // 4, dtype=torch.int32, device=device)
         self._cudart = _load_cudart() if self.is_cuda else None
         self._cycles_per_us: float | None = None
-        # The hold is torch's spin kernel (private API, present for years); without it, no hold.
-        self.can_hold = self.is_cuda and hasattr(torch.cuda, "_sleep")
+        # The hold is torch's spin kernel (private API, present for years); without it, no hold. Taken
+        # now, before any candidate code runs: a replaced torch.cuda._sleep never runs inside the timer.
+        self._spin = getattr(torch.cuda, "_sleep", None) if self.is_cuda else None
+        self.can_hold = self._spin is not None
 
     def hold(self, us: float) -> None:
         """Keep the device busy for about ``us`` microseconds (a spinning kernel on the current stream),
@@ -36,7 +38,7 @@ class DeviceOps:
             return
         if self._cycles_per_us is None:
             self._cycles_per_us = self._spin_rate()
-        torch.cuda._sleep(int(us * self._cycles_per_us))
+        self._spin(int(us * self._cycles_per_us))
 
     def _spin_rate(self) -> float:
         """Spin cycles per microsecond, measured (the SM clock the spin counts varies by GPU and state)."""
@@ -45,7 +47,7 @@ class DeviceOps:
         rates = []
         for _ in range(3):
             start.record()
-            torch.cuda._sleep(cycles)
+            self._spin(cycles)
             end.record()
             end.synchronize()
             rates.append(cycles / max(start.elapsed_time(end) * 1e3, 1e-3))
