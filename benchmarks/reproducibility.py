@@ -52,21 +52,23 @@ def spread(xs: list[float]) -> float | None:
 
 def table(rows: list[dict], reps: int, kernels: list[tuple] = KERNELS, leads: list[float] = (200.0,)) -> str:
     lines = ["| kernel | problem (size) | launch lead us | verified | kernel ms (median) | verified speedup (median) | "
-             "speedup max/min | kernel ms max/min | baseline ms max/min | processes |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "speedup max/min | kernel ms max/min | baseline ms max/min | idle-start kernel ms (median, max/min) | processes |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (label, _, pid, size), lead in ((k, lead) for k in kernels for lead in leads):
         mine = [r for r in rows if r["kernel"] == label and r.get("launch_lead_us", lead) == lead]
         rs = [r for r in mine if r["status"] == "ok" and r["verified_speedup"]]
         if not rs:
             errs = {(r.get("error") or r["status"])[-80:] for r in mine}
-            lines.append(f"| {label} | {pid} ({size}) | {lead:g} | not measured: {'; '.join(errs) or 'not run'} | | | | | | |")
+            lines.append(f"| {label} | {pid} ({size}) | {lead:g} | not measured: {'; '.join(errs) or 'not run'} | | | | | | | |")
             continue
         sp = [r["verified_speedup"] for r in rs]
         km = [r["verified_kernel_ms"] for r in rs]
         bm = [r["verified_baseline_ms"] for r in rs]
+        idle = [r["idle_start_kernel_ms"] for r in rs if r.get("idle_start_kernel_ms")]
+        idle_txt = f"{statistics.median(idle):.4f}, {spread(idle):.3f}" if len(idle) >= 2 else "-"
         lines.append(f"| {label} | {pid} ({size}) | {lead:g} | {','.join(sorted({r['verified_verdict'] for r in rs}))} | "
                      f"{statistics.median(km):.4f} | {statistics.median(sp):.3f}x | {spread(sp):.3f} | "
-                     f"{spread(km):.3f} | {spread(bm):.3f} | {len(rs)}/{reps} |")
+                     f"{spread(km):.3f} | {spread(bm):.3f} | {idle_txt} | {len(rs)}/{reps} |")
     return "\n".join(lines) + "\n"
 
 
@@ -114,6 +116,8 @@ def main() -> int:
                          "status": r.record.status,
                          "verified_verdict": v.verdict, "verified_speedup": v.speedup,
                          "verified_kernel_ms": v.kernel_ms, "verified_baseline_ms": v.baseline_ms,
+                         # the same kernel in the same process, events started on an idle device (no lead)
+                         "idle_start_kernel_ms": r.record.timing.event_only_kernel_ms if r.record.timing else None,
                          "reasons": v.reasons[:3], "error": (r.record.error or "")[-400:],
                          "seconds": time.perf_counter() - t0})
             print(json.dumps(rows[-1]), flush=True)

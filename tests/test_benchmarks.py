@@ -123,12 +123,13 @@ def test_reproducibility_table_keeps_each_launch_lead_apart():
 
     k = reproducibility.KERNELS[0]
     rows = [{"kernel": k[0], "status": "ok", "launch_lead_us": lead, "verified_verdict": "correct",
-             "verified_speedup": sp, "verified_kernel_ms": km, "verified_baseline_ms": 1.0}
-            for lead, sp, km in [(0.0, 1.0, 0.05), (0.0, 1.2, 0.06), (200.0, 1.0, 0.04), (200.0, 1.01, 0.04)]]
+             "verified_speedup": sp, "verified_kernel_ms": km, "verified_baseline_ms": 1.0, "idle_start_kernel_ms": idle}
+            for lead, sp, km, idle in [(0.0, 1.0, 0.05, 0.05), (0.0, 1.2, 0.06, 0.06),
+                                       (200.0, 1.0, 0.04, 0.05), (200.0, 1.01, 0.04, 0.08)]]
     lines = reproducibility.table(rows, 2, [k], [0.0, 200.0]).splitlines()[2:]
     assert len(lines) == 2
     assert "| 0 |" in lines[0] and "| 1.200 |" in lines[0]
-    assert "| 200 |" in lines[1] and "| 1.010 |" in lines[1]
+    assert "| 200 |" in lines[1] and "| 1.010 |" in lines[1] and "| 0.0650, 1.600 |" in lines[1]
 
 
 def test_session_kernel_filter_picks_the_long_kernels_and_one_short_one():
