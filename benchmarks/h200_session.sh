@@ -14,8 +14,8 @@
 # workers), pre-started worker overhead, clock ramp after idle, timer vs profiler, reproducibility
 # (issue 8). The default set takes about 21 minutes: reproducibility REPRO_BUDGET_S (its builds included;
 # 7 kernels x 2 leads x 5 processes, ~62 s per lead and round, after ~100 s of builds), timer_agreement ~1,
-# hack_suite ~6. Nothing else runs on the GPU meanwhile: the throughput passes and the timing benchmarks
-# would disturb each other. Each step's log and tables land in RESULTS_DIR as it finishes, and
+# hack_suite ~6, worker_overhead ~3. Nothing else runs on the GPU meanwhile: the throughput passes and the
+# timing benchmarks would disturb each other. Each step's log and tables land in RESULTS_DIR as it finishes, and
 # RESULTS_DIR/done names the steps finished, so a caller can collect partial results at any time.
 set -u
 R=${1:?results dir}
@@ -31,9 +31,10 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.g
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" >>"$R/gpu.txt" 2>&1
 # STEPS picks and orders the steps. Default: what issue 8 still lacks on a GPU, most needed first: the
 # verified timer's launch lead measured against no lead in 5 processes (REPRO_KERNELS: the kernels of
-# 100 us or more and two short ones), the timer against CUPTI with it, and the hack suite with its new
-# guard and fixture (clock_ramp, build_priority and two throughput runs are recorded from earlier sessions).
-for name in ${STEPS:-reproducibility timer_agreement hack_suite}; do
+# 100 us or more and a 40 us ReLU), the timer against CUPTI with it, and the hack suite with its new
+# guard and fixture, then pre-started workers on the GPU host (clock_ramp, build_priority and two throughput
+# runs are recorded from earlier sessions).
+for name in ${STEPS:-reproducibility timer_agreement hack_suite worker_overhead}; do
     case $name in
     hack_suite) step hack_suite python3 benchmarks/gpu_hack_suite.py --device cuda --quick --out "$R/h200_hack_suite.md" ;;
     throughput) step throughput python3 benchmarks/throughput.py --device cuda --candidates cuda --serial-sample 3 \
