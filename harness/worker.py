@@ -244,8 +244,10 @@ def _early_start(model, ref_model, timing_inputs: list[list[Any]], ops: DeviceOp
         st = error_stats(out, ref)
         ok = st.shape_ok and st.min_tolerance <= 5e-2
         return GuardOutcome(name=name, passed=ok, detail="" if ok else
-                            f"inputs rewritten on the caller's stream just before the call: max abs error {st.max_abs:.3g} "
-                            "(work started without waiting for the caller's stream, so it can run before the timed interval)")
+                            f"inputs rewritten on the caller's stream just before the call, new answer not returned "
+                            f"(max abs error {st.max_abs:.3g}): the work read the inputs before the rewrite landed (a stream "
+                            "that does not wait for the caller's, which can run before the timed interval) or an earlier "
+                            "result came back")
     except BaseException as exc:  # noqa: BLE001
         return GuardOutcome(name=name, passed=False, detail=f"call after a stream-ordered input rewrite raised: {exc!r}"[:300])
     finally:

@@ -66,7 +66,7 @@ def test_work_started_before_the_callers_stream_is_caught():
     ops, inputs = FakeStreamDevice(), sets()
     g = _early_start(EarlyStart(ops, inputs[0]), Ordered(), inputs, ops)
     assert g.applicable and not g.passed
-    assert "without waiting for the caller's stream" in g.detail
+    assert "does not wait for the caller's" in g.detail
 
 
 def test_not_applicable_on_a_cpu_or_with_one_input_set():
