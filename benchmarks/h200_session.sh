@@ -12,11 +12,12 @@
 #
 # Steps: reward-hack suite (issue 4), throughput and build latency (with a warm pass using pre-started
 # workers), pre-started worker overhead, clock ramp after idle, timer vs profiler, reproducibility
-# (issue 8). The default set takes about 21 minutes: reproducibility REPRO_BUDGET_S (its builds included;
-# 7 kernels x 2 leads x 5 processes, ~62 s per lead and round, after ~100 s of builds), timer_agreement ~1,
-# hack_suite ~6, worker_overhead ~3. Nothing else runs on the GPU meanwhile: the throughput passes and the
-# timing benchmarks would disturb each other. Each step's log and tables land in RESULTS_DIR as it finishes, and
-# RESULTS_DIR/done names the steps finished, so a caller can collect partial results at any time.
+# (issue 8). The default set takes about 23 minutes: reproducibility ~8 (REPRO_BUDGET_S caps it, builds
+# included: 7 kernels x 5 processes at ~8.5 s after ~150 s of builds and references), hack_suite ~6,
+# throughput_prespawn ~8 (3 serial candidates, then the 30 pipelined), timer_agreement ~1. Nothing else
+# runs on the GPU meanwhile: the throughput passes and the timing benchmarks would disturb each other.
+# Each step's log and tables land in RESULTS_DIR as it finishes, and RESULTS_DIR/done names the steps
+# finished, so a caller can collect partial results at any time.
 set -u
 R=${1:?results dir}
 mkdir -p "$R"
@@ -30,23 +31,28 @@ step() {  # name, command...
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >"$R/gpu.txt" 2>&1
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" >>"$R/gpu.txt" 2>&1
 # STEPS picks and orders the steps. Default: what issue 8 still lacks on a GPU, most needed first: the
-# verified timer's launch lead measured against no lead in 5 processes (REPRO_KERNELS: the kernels of
-# 100 us or more and a 40 us ReLU), the timer against CUPTI with it, and the hack suite with its new
-# guard and fixture, then pre-started workers on the GPU host (clock_ramp, build_priority and two throughput
-# runs are recorded from earlier sessions).
-for name in ${STEPS:-reproducibility timer_agreement hack_suite worker_overhead}; do
+# spread over 5 processes with the verified timer's launch lead (REPRO_KERNELS: the kernels of 100 us or
+# more and a 40 us ReLU; each row also shows the idle-start time of the same processes; REPRO_LEADS=0,200
+# measures both leads side by side, twice the time), the hack suite (the lead's guard and fixture; no
+# legitimate fixture may be flagged), cold throughput with pre-started workers (the evaluation tail is
+# mostly process start: 4.4 s per candidate), the timer against CUPTI with and without the lead.
+# (clock_ramp, build_priority and two throughput runs without pre-started workers are recorded already.)
+for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreement}; do
     case $name in
     hack_suite) step hack_suite python3 benchmarks/gpu_hack_suite.py --device cuda --quick --out "$R/h200_hack_suite.md" ;;
     throughput) step throughput python3 benchmarks/throughput.py --device cuda --candidates cuda --serial-sample 3 \
         --verified-seconds 1.0 --modes "${THROUGHPUT_MODES:-cold,warm}" ${THROUGHPUT_PRESPAWN:+--prespawn-pass} \
         --cache-root /tmp/kv-throughput --out "$R" ;;
+    throughput_prespawn) step throughput_prespawn python3 benchmarks/throughput.py --device cuda --candidates cuda \
+        --serial-sample 3 --verified-seconds 1.0 --modes cold --prespawn --cache-root /tmp/kv-throughput-prespawn \
+        --out "$R/prespawn" ;;
     worker_overhead) step worker_overhead python3 benchmarks/worker_overhead.py --device cuda --n 12 --out "$R" ;;
     clock_ramp) step clock_ramp python3 benchmarks/clock_ramp.py --out "$R" ;;
     build_caches) step build_caches python3 benchmarks/build_caches.py --out "$R" ;;
     build_priority) step build_priority python3 benchmarks/build_priority.py --device cuda --builds 16 --rounds 1 --out "$R" ;;
     timer_agreement) step timer_agreement python3 benchmarks/timer_agreement.py --out "$R" ;;
     reproducibility) step reproducibility python3 benchmarks/reproducibility.py --reps 5 --verified-seconds 1.0 \
-        --launch-lead-us "${REPRO_LEADS:-0,200}" \
+        --launch-lead-us "${REPRO_LEADS:-200}" \
         --kernels "${REPRO_KERNELS:-GELU,LayerNorm,TF32,conv,tiled fp32,grid-stride}" \
         --budget-s "${REPRO_BUDGET_S:-780}" --cache-dir /tmp/kv-repro --out "$R" ;;
     *) echo "unknown step $name" >>"$R/steps.log" ;;

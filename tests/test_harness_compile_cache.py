@@ -222,3 +222,14 @@ def test_a_resubmission_with_a_python_change_reuses_the_compiled_extension_unit(
     # even looked up again (it would, had its compile commands differed from the build step's).
     assert len((objects / "compiles.jsonl").read_text().splitlines()) == 2
     assert ev_result.results["naive"].verdict == "correct"  # the reused object is the right extension
+    # The same through a pre-started candidate process (spawned before its job, so before its extension
+    # folder was known): its load_inline too finds the build up to date.
+    with harness.Evaluator("cpu", "small", cache_dir=tmp_path / "cache",
+                           settings=harness.EvalSettings(prespawn_worker=True)) as ev:
+        built = {p: p.stat().st_mtime_ns for p in ev.extensions_dir(resubmitted).rglob("*.so")}
+        ev.evaluate(src, "level1/21_Sigmoid")
+        spared = ev.evaluate(resubmitted, "level1/21_Sigmoid")
+    assert spared.record.worker_prespawned and spared.record.status == "ok", spared.record.error
+    assert spared.results["naive"].verdict == "correct"
+    assert len((objects / "compiles.jsonl").read_text().splitlines()) == 2
+    assert built and all(p.stat().st_mtime_ns == t for p, t in built.items())  # not even linked again
