@@ -6,6 +6,7 @@ Four builds of one kernel, each in a fresh process and extensions folder, sharin
 a PCH folder that start empty (harness/compile_launcher.py, harness/build.py):
 
 1. cold:           nothing cached; this build starts the PCH maker in the background and does not wait
+                   for it (unless KV_PCH_WAIT_MAX_S is set)
 2. new name:       another extension name (so main.cpp's module name differs) and a one-line kernel
                    change, after the PCH is ready: main.cpp compiled with the PCH, cuda.cu compiled
 3. kernel change:  one more line changed in the CUDA source: main.cpp reused, cuda.cu compiled

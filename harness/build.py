@@ -29,8 +29,13 @@ through ``harness/compile_launcher.py`` (``CXX`` and ``PYTORCH_NVCC`` name shims
   ``use_pch=False`` call); this one lives in the cache, is written to a temporary name and renamed,
   and the candidate's ``use_pch`` flag is left alone.
 * Scope: Linux, GCC, the ``main.cpp`` of C++ and CUDA extensions (not SYCL). The first build that
-  needs a PCH starts a detached process to make it (one at a time: a non-blocking file lock) and
-  compiles without it, as does every build until it is ready: no build waits for a PCH. Making one
+  needs a PCH starts a detached process to make it (one at a time: a non-blocking file lock, handed
+  to that process) and, by default, compiles without it, as does every build until it is ready.
+  ``KV_PCH_WAIT_MAX_S`` > 0 makes a build's compile of ``main.cpp`` wait for it in the launcher
+  instead (up to that long) while the build's other units compile: fewer core-seconds (torch's
+  headers parsed once, not once per build) but a later first build, since making the PCH takes
+  longer than one parse (2-core CPU, two builds at once: 81-104 s instead of 62-75 s,
+  ``benchmarks/pch_wait.py``); not measured on a many-core host, where core-seconds bound a sweep. Making one
   may take at most ``KV_PCH_TIMEOUT_S`` (the Evaluator passes a third of its build timeout). A failed or timed-out
   PCH is remembered (a ``failed`` file in its folder; delete the folder to retry) and not retried.
   At most ``MAX_PCH_VARIANTS`` flag sets keep one (each is ~0.8 GB); a new one replaces the least
@@ -97,13 +102,9 @@ def _evict_pch_variants(root: Path, keep: int) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
-               timeout_s: float | None = None, background: bool = False) -> Path | None:
-    """The folder to put first on the include path of a compile with these (ninja-syntax) flags, making its PCH if
-    needed (giving up after ``timeout_s``); None when there is none to use (not GCC, being made by
-    another build, failed or timed out before). ``background``: a missing PCH is
-    made by a detached process (``python -m harness.build --make-pch``) and this call returns None at
-    once, so no build waits ~30 s for a header it could have parsed in about the same time."""
+def _pch_plan(root: Path, cxx: str, cflags: str, post_cflags: str) -> tuple[Path, list[str], list[str], str] | None:
+    """(folder, compiler argv, flags, header text) of the PCH for these (ninja-syntax) flags; None where
+    there is none (not GCC, no torch header)."""
     import torch
 
     header = Path(torch.__file__).resolve().parent / "include" / "torch" / "extension.h"
@@ -117,7 +118,40 @@ def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
         return None
     text = header.read_text()
     key = hashlib.sha256("\0".join([torch.__version__, compiler, *cxx_argv, text, *flags]).encode()).hexdigest()[:20]
-    d = root / key
+    return root / key, cxx_argv, flags, text
+
+
+def pending_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "") -> Path | None:
+    """The folder of a PCH for these flags that is being made (its maker holds ``.lock``), for the
+    launcher to wait on; None if there is none to wait for (ready, failed, other compiler)."""
+    plan = _pch_plan(root, cxx, cflags, post_cflags)
+    if plan is None:
+        return None
+    d = plan[0]
+    if (d / "failed").exists() or (d / "torch" / "extension.h.gch").is_file() or not (d / ".lock").exists():
+        return None
+    try:
+        with open(d / ".lock") as lock:
+            fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return d  # held: a maker is at work
+    except OSError:
+        return None
+    return None
+
+
+def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
+               timeout_s: float | None = None, background: bool = False, lock_held: bool = False) -> Path | None:
+    """The folder to put first on the include path of a compile with these (ninja-syntax) flags, making its PCH if
+    needed (giving up after ``timeout_s``); None when there is none to use yet (not GCC, being made,
+    failed or timed out before). ``background``: a missing PCH is made by a detached process
+    (``python -m harness.build --make-pch``) that inherits the lock taken here, and this call returns
+    None at once; a compile that wants it waits in the launcher (``pending_pch``), not here.
+    ``lock_held``: that detached process, which holds the lock already."""
+    plan = _pch_plan(root, cxx, cflags, post_cflags)
+    if plan is None:
+        return None
+    d, cxx_argv, flags, text = plan
     gch = d / "torch" / "extension.h.gch"
     if gch.is_file():
         os.utime(d)  # recently used: the last to be evicted
@@ -128,14 +162,14 @@ def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
     if not d.exists():
         _evict_pch_variants(root, MAX_PCH_VARIANTS - 1)
     (d / "torch").mkdir(parents=True, exist_ok=True)
-    with open(d / ".lock", "w") as lock:
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return None  # another build is making it: compile without, do not wait
+    with open(d / ".lock", "a") as lock:
+        if not lock_held:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return None  # another process is making it
         if background:
-            fcntl.flock(lock, fcntl.LOCK_UN)  # the maker takes it (and gives up if another got there first)
-            _start_pch_maker(root, cxx, cflags, post_cflags, timeout_s)
+            _start_pch_maker(root, cxx, cflags, post_cflags, timeout_s, lock)
             return None
         if gch.is_file():
             return d
@@ -160,12 +194,14 @@ def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
         return d
 
 
-def _start_pch_maker(root: Path, cxx: str, cflags: str, post_cflags: str, timeout_s: float | None) -> None:
-    """A process of its own session: it outlives this build (whose group is killed when it ends)."""
+def _start_pch_maker(root: Path, cxx: str, cflags: str, post_cflags: str, timeout_s: float | None, lock) -> None:
+    """A process of its own session: it outlives this build (whose group is killed when it ends). It
+    inherits the held lock (the same open file), so the lock stays taken until the PCH is made or has
+    failed, with no moment free for another maker or for a waiting compile to give up early."""
     try:
         subprocess.Popen([sys.executable, "-m", "harness.build", "--make-pch", str(root), cxx, cflags, post_cflags,
                           str(timeout_s or 300)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL, start_new_session=True,
+                         stderr=subprocess.DEVNULL, start_new_session=True, pass_fds=(lock.fileno(),),
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
                              [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")])})
     except OSError:
@@ -174,6 +210,8 @@ def _start_pch_maker(root: Path, cxx: str, cflags: str, post_cflags: str, timeou
 
 LAUNCHER = Path(__file__).with_name("compile_launcher.py")
 PCH_INCLUDE_ENV = "KV_PCH_INCLUDE"
+PCH_WAIT_ENV = "KV_PCH_WAIT_S"  # set with a PCH being made: how long the launcher may wait for it
+PCH_WAIT_MAX_ENV = "KV_PCH_WAIT_MAX_S"  # opt-in: how long a compile may wait for a PCH being made (default 0)
 SHIM_DIR = "kv-shims"
 
 
@@ -247,10 +285,17 @@ def enable_build_caches(pch_root: Path | None, objects: Path | None = None, time
     def write_ninja_file(*args, **kwargs):
         result = original(*args, **kwargs)
         os.environ.pop(PCH_INCLUDE_ENV, None)
+        os.environ.pop(PCH_WAIT_ENV, None)
         try:
             v = _ninja_vars(Path(kwargs["path"] if "path" in kwargs else args[0]))
             if v.get("cxx") and v.get("cflags") and "sycl" not in v:
-                d = ensure_pch(pch_root, v["cxx"], v["cflags"], v.get("post_cflags", ""), timeout_s, background=True)
+                args3 = (pch_root, v["cxx"], v["cflags"], v.get("post_cflags", ""))
+                d = ensure_pch(*args3, timeout_s, background=True)
+                wait_s = min(timeout_s or 300.0, float(os.environ.get(PCH_WAIT_MAX_ENV) or 0))
+                if d is None and wait_s > 0 and (d := pending_pch(*args3)) is not None:
+                    # Being made: the compile of main.cpp waits for it in the launcher (cores go to
+                    # other compiles meanwhile) instead of parsing torch's headers once more.
+                    os.environ[PCH_WAIT_ENV] = str(wait_s)
                 if d is not None:
                     os.environ[PCH_INCLUDE_ENV] = str(d)
         except Exception:  # noqa: BLE001 - only a speed-up: build without it
@@ -284,5 +329,5 @@ if __name__ == "__main__":
                 f.write(str(os.nice(0)))
         except OSError:
             pass
-        sys.exit(0 if ensure_pch(Path(root), cxx, cflags, post, float(timeout)) else 1)
+        sys.exit(0 if ensure_pch(Path(root), cxx, cflags, post, float(timeout), lock_held=True) else 1)
     main(sys.argv[1])

@@ -25,7 +25,9 @@ recompiles both. Here a translation unit is compiled once per distinct input:
   precompiled header ``DIR/torch/extension.h.gch`` (see harness.build). Only the C++ compiler's shim
   passes it; nvcc's own preprocessing never sees it. GCC uses a PCH only when it matches the compile
   and parses the header otherwise, so the object is the same with or without it: a unit compiled
-  before the PCH existed serves later builds that have it.
+  before the PCH existed serves later builds that have it. With ``$KV_PCH_WAIT_S`` set (the build
+  step sets it while the PCH is still being made), a compile that misses the object cache first waits
+  up to that long for the PCH's maker to finish (its lock on ``DIR/.lock``).
 * Every compile appends one JSON line (unit, hit, seconds) to ``ROOT/compiles.jsonl``; the
   throughput benchmark reads it to report what was reused.
 
@@ -195,12 +197,36 @@ def _log(root: Path, unit: Unit, hit: bool, seconds: float, rc: int) -> None:
         pass
 
 
+def wait_for_pch(include: str | None, limit_s: float) -> None:
+    """A PCH still being made in ``include`` (its maker holds ``include/.lock``): wait until the maker
+    is done or ``limit_s`` has passed. Waiting costs no CPU; parsing torch's headers without the PCH
+    costs about as long as making it, on a core other compiles could use."""
+    if not include or limit_s <= 0 or (Path(include) / "torch" / "extension.h.gch").is_file():
+        return
+    try:
+        lock = open(Path(include) / ".lock")
+    except OSError:
+        return
+    with lock:
+        deadline = time.monotonic() + limit_s
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                return  # no maker holds it: made, failed or gone
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    return
+                time.sleep(0.2)
+            except OSError:
+                return
+
+
 def with_include(argv: list[str], include: str | None) -> list[str]:
     """The compile command with the PCH folder first on its include path (unchanged without one)."""
     return [argv[0], "-I", include, *argv[1:]] if include else argv
 
 
-def compile_cached(root: Path, argv: list[str], cwd: Path, include: str | None = None) -> int:
+def compile_cached(root: Path, argv: list[str], cwd: Path, include: str | None = None, pch_wait_s: float = 0.0) -> int:
     """Restore or compile ``argv``; ``include``, the PCH folder, goes first on the command line but not
     into the key: GCC uses a PCH only if it matches and parses the header otherwise, so the object is
     the same either way, and a unit compiled before the PCH existed still serves builds that have it."""
@@ -215,6 +241,7 @@ def compile_cached(root: Path, argv: list[str], cwd: Path, include: str | None =
         if entry.is_dir() and _restore(entry, unit):
             _log(root, unit, True, time.perf_counter() - t0, 0)
             return 0
+        wait_for_pch(include, pch_wait_s)
         run = list(argv)
         own_dep = unit.depfile is None
         if own_dep:  # ask for the header list anyway (gcc and nvcc both accept -MD -MF)
@@ -252,11 +279,16 @@ def main(argv: list[str]) -> int:
         sys.stderr.write("compile_launcher: no compiler command after --\n")
         return 2
     is_compile = "-c" in cmd and "-o" in cmd
+    try:
+        pch_wait_s = float(os.environ.get("KV_PCH_WAIT_S") or 0) if include else 0.0
+    except ValueError:
+        pch_wait_s = 0.0
     if objects is None or not is_compile:
         if is_compile:
+            wait_for_pch(include, pch_wait_s)
             cmd = with_include(cmd, include)
         os.execvp(cmd[0], cmd)
-    return compile_cached(objects, cmd, Path.cwd(), include)
+    return compile_cached(objects, cmd, Path.cwd(), include, pch_wait_s)
 
 
 if __name__ == "__main__":

@@ -65,10 +65,11 @@ def build_dir(tmp_path: Path, name: str, source: str = "int main_cpp;\n") -> Pat
     return d
 
 
-def launch(objects: Path | None, d: Path, cmd: list[str], include: Path | None = None) -> subprocess.CompletedProcess:
+def launch(objects: Path | None, d: Path, cmd: list[str], include: Path | None = None,
+           env: dict | None = None) -> subprocess.CompletedProcess:
     opts = (["--objects", str(objects)] if objects else []) + (["--include", str(include)] if include else [])
     return subprocess.run([sys.executable, "-S", str(LAUNCHER), *opts, "--", *cmd], cwd=d,
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=120, env=env)
 
 
 def compile_cmd(exe: Path, d: Path, name: str = "ext_a") -> list[str]:
@@ -233,3 +234,62 @@ def test_a_resubmission_with_a_python_change_reuses_the_compiled_extension_unit(
     assert spared.results["naive"].verdict == "correct"
     assert len((objects / "compiles.jsonl").read_text().splitlines()) == 2
     assert built and all(p.stat().st_mtime_ns == t for p, t in built.items())  # not even linked again
+
+
+def _pch_being_made(tmp_path: Path):
+    """A PCH folder whose maker (here: this test) holds its lock; returns (folder, lock file)."""
+    import fcntl
+
+    pch = tmp_path / "pch" / "k"
+    (pch / "torch").mkdir(parents=True)
+    held = open(pch / ".lock", "a")
+    fcntl.flock(held, fcntl.LOCK_EX)
+    return pch, held
+
+
+@pytest.mark.parametrize("objects", [True, False], ids=["object-cache", "no-object-cache"])
+def test_a_compile_waits_for_a_pch_being_made_then_uses_it(tmp_path, cc, objects):
+    exe, log, _ = cc
+    d = build_dir(tmp_path, "a")
+    pch, held = _pch_being_made(tmp_path)
+    env = {**os.environ, "KV_PCH_WAIT_S": "60"}
+    with ThreadPoolExecutor(1) as pool:
+        started = time.monotonic()
+        fut = pool.submit(launch, tmp_path / "objects" if objects else None, d, compile_cmd(exe, d), pch, env)
+        time.sleep(1.5)
+        assert not fut.done() and not calls(log)  # waiting: the compiler has not run
+        (pch / "torch" / "extension.h.gch").write_text("pch")
+        held.close()  # the maker is done
+        r = fut.result()
+    assert r.returncode == 0, r.stderr
+    assert time.monotonic() - started >= 1.5
+    (call,) = calls(log)
+    assert call[:2] == ["-I", str(pch)]
+
+
+def test_a_pch_wait_is_bounded_and_absent_without_a_limit(tmp_path, cc):
+    exe, log, _ = cc
+    pch, held = _pch_being_made(tmp_path)
+    with held:
+        t0 = time.monotonic()
+        r = launch(tmp_path / "objects", build_dir(tmp_path, "a"), compile_cmd(exe, tmp_path / "ext" / "a"), pch,
+                   {**os.environ, "KV_PCH_WAIT_S": "1"})
+        assert r.returncode == 0 and 1 <= time.monotonic() - t0 < 30  # gave up after its limit, compiled
+        t0 = time.monotonic()
+        env = {k: v for k, v in os.environ.items() if k != "KV_PCH_WAIT_S"}
+        r = launch(tmp_path / "objects2", build_dir(tmp_path, "b"), compile_cmd(exe, tmp_path / "ext" / "b"), pch, env)
+        assert r.returncode == 0 and time.monotonic() - t0 < 1  # no limit given: no wait
+    assert len(calls(log)) == 2
+
+
+def test_a_cached_object_does_not_wait_for_a_pch(tmp_path, cc):
+    exe, log, _ = cc
+    d = build_dir(tmp_path, "a")
+    assert launch(tmp_path / "objects", d, compile_cmd(exe, d)).returncode == 0
+    pch, held = _pch_being_made(tmp_path)
+    with held:
+        t0 = time.monotonic()
+        d2 = build_dir(tmp_path, "b")
+        r = launch(tmp_path / "objects", d2, compile_cmd(exe, d2), pch, {**os.environ, "KV_PCH_WAIT_S": "60"})
+        assert r.returncode == 0 and time.monotonic() - t0 < 10
+    assert len(calls(log)) == 1  # restored from the cache, not compiled, not waited for

@@ -112,7 +112,8 @@ def test_the_hook_gives_each_extension_the_pch_of_its_own_flags(tmp_path, fake_c
     import torch.utils.cpp_extension as cx
 
     cxx, log = fake_cxx
-    for var in ("CXX", "PYTORCH_NVCC", "KV_PCH_DIR", "KV_OBJECT_CACHE_DIR", "KV_PCH_INCLUDE"):
+    for var in ("CXX", "PYTORCH_NVCC", "KV_PCH_DIR", "KV_OBJECT_CACHE_DIR", "KV_PCH_INCLUDE", "KV_PCH_WAIT_S",
+                "KV_PCH_WAIT_MAX_S"):
         monkeypatch.delenv(var, raising=False)  # restored after the test: the hook sets them
 
     def fake_write_ninja_file(path, cflags, with_cuda=False, **_):
@@ -120,23 +121,33 @@ def test_the_hook_gives_each_extension_the_pch_of_its_own_flags(tmp_path, fake_c
                               f"post_cflags = \n")
 
     monkeypatch.setattr(cx, "_write_ninja_file", fake_write_ninja_file)
+    monkeypatch.setenv("KV_PCH_WAIT_MAX_S", "120")  # opt in: builds wait for a PCH being made (at most 60 s here)
     B.enable_build_caches(tmp_path / "pch", None, timeout_s=60)
     assert cx._write_ninja_file is not fake_write_ninja_file
     assert "/kv-shims/" in os.environ["CXX"]
     dirs = []
     for name, flags in (("a", CFLAGS), ("b", CFLAGS + " -O1")):
         path = str(tmp_path / f"{name}.ninja")
-        # The first build does not wait: it compiles without, while a detached process makes the PCH.
+        # The first build does not wait here: a detached process makes the PCH, and the launcher's
+        # compile of main.cpp is told to wait for it (the folder and a time limit).
         cx._write_ninja_file(path=path, cflags=flags.split())
-        assert "KV_PCH_INCLUDE" not in os.environ
+        pending = Path(os.environ["KV_PCH_INCLUDE"])
+        assert float(os.environ["KV_PCH_WAIT_S"]) == 60
+        assert not (pending / "torch" / "extension.h.gch").is_file()
         deadline = time.monotonic() + 120
-        while "KV_PCH_INCLUDE" not in os.environ:
+        while not (pending / "torch" / "extension.h.gch").is_file():
             assert time.monotonic() < deadline, "the background PCH never appeared"
             time.sleep(0.5)
-            cx._write_ninja_file(path=path, cflags=flags.split())
-        dirs.append(Path(os.environ["KV_PCH_INCLUDE"]))
+        assert B.pending_pch(tmp_path / "pch", cxx, flags) is None  # made: nothing left to wait for
+        cx._write_ninja_file(path=path, cflags=flags.split())  # a later build: ready, no waiting
+        assert os.environ["KV_PCH_INCLUDE"] == str(pending) and "KV_PCH_WAIT_S" not in os.environ
+        dirs.append(pending)
     assert dirs[0] != dirs[1] and all((d / "torch" / "extension.h.gch").is_file() for d in dirs)
     assert len(compiles(log)) == 2  # one PCH per flag set, however many builds asked
+    # Not opted in (the default): a build whose PCH is being made compiles without it.
+    monkeypatch.delenv("KV_PCH_WAIT_MAX_S")
+    cx._write_ninja_file(path=str(tmp_path / "c.ninja"), cflags=(CFLAGS + " -O0").split())
+    assert "KV_PCH_INCLUDE" not in os.environ and "KV_PCH_WAIT_S" not in os.environ
 
 
 @pytest.mark.slow
