@@ -173,25 +173,26 @@ def _same_storage(a: Any, b: Any) -> bool:
         return False
 
 
-def _pointer_poisoning(model, ref_model, timing_inputs: list[list[Any]], ops: DeviceOps) -> GuardOutcome:
-    """Guard ``same_pointer_new_contents`` (T8 pointer poisoning, S9): after the timing loop has called
-    the kernel many times on input set 0, overwrite set 0's tensors in place with set 1's values (same
-    objects, same addresses, new contents) and expect the new answer. A result cache keyed on id(),
-    data_ptr() or shape returns the stale one. Compared loosely with the in-process baseline (5e-2):
-    this looks for replayed results, not rounding."""
-    name = "same_pointer_new_contents"
+def _rewritten_inputs(name: str, model, ref_model, timing_inputs: list[list[Any]], ops: DeviceOps, *,
+                      hold_us: float, stale: str, raised: str) -> GuardOutcome:
+    """Overwrite input set 0's tensors in place with set 1's values (same objects, same addresses,
+    new contents), call the kernel at once and expect the new answer; set 0 is restored afterwards.
+    ``hold_us`` > 0 queues the copies behind a device-side hold of that length. Compared loosely with
+    the in-process baseline (5e-2): these guards look for stale results, not rounding."""
     if len(timing_inputs) < 2:
         return GuardOutcome(name=name, passed=True, applicable=False)
     target, donor = timing_inputs[0], timing_inputs[1]
+    pairs = [(x, d) for x, d in zip(target, donor, strict=True) if isinstance(x, torch.Tensor)
+             and isinstance(d, torch.Tensor) and x.shape == d.shape and not torch.equal(x, d)]
+    if not pairs:
+        return GuardOutcome(name=name, passed=True, applicable=False)
     saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in target]
     try:
-        changed = False
-        for x, d in zip(target, donor, strict=True):
-            if isinstance(x, torch.Tensor) and isinstance(d, torch.Tensor) and x.shape == d.shape and not torch.equal(x, d):
-                x.copy_(d)
-                changed = True
-        if not changed:
-            return GuardOutcome(name=name, passed=True, applicable=False)
+        if hold_us > 0:
+            ops.sync()
+            ops.hold(hold_us)
+        for x, d in pairs:
+            x.copy_(d)  # behind the hold, if any, on the caller's stream
         out = model(*target)
         ops.sync()
         with tf32(None):
@@ -200,14 +201,24 @@ def _pointer_poisoning(model, ref_model, timing_inputs: list[list[Any]], ops: De
             return GuardOutcome(name=name, passed=True, applicable=False)
         st = error_stats(out, ref)
         ok = st.shape_ok and st.min_tolerance <= 5e-2
-        return GuardOutcome(name=name, passed=ok, detail="" if ok else
-                            f"inputs overwritten in place with new values: max abs error {st.max_abs:.3g} (a stale, cached result)")
+        return GuardOutcome(name=name, passed=ok, detail="" if ok else stale.format(max_abs=st.max_abs))
     except BaseException as exc:  # noqa: BLE001
-        return GuardOutcome(name=name, passed=False, detail=f"call on overwritten inputs raised: {exc!r}"[:300])
+        return GuardOutcome(name=name, passed=False, detail=f"{raised}: {exc!r}"[:300])
     finally:
+        ops.sync()
         for x, v in zip(target, saved, strict=True):
             if isinstance(x, torch.Tensor):
                 x.copy_(v)
+
+
+def _pointer_poisoning(model, ref_model, timing_inputs: list[list[Any]], ops: DeviceOps) -> GuardOutcome:
+    """Guard ``same_pointer_new_contents`` (T8 pointer poisoning, S9): after the timing loop has called
+    the kernel many times on input set 0, set 0 gets set 1's values in place. A result cache keyed on
+    id(), data_ptr() or shape returns the stale answer."""
+    return _rewritten_inputs(
+        "same_pointer_new_contents", model, ref_model, timing_inputs, ops, hold_us=0.0,
+        stale="inputs overwritten in place with new values: max abs error {max_abs:.3g} (a stale, cached result)",
+        raised="call on overwritten inputs raised")
 
 
 # Long enough that work a candidate starts without waiting for the caller's stream surely runs inside it.
@@ -217,44 +228,19 @@ EARLY_START_HOLD_US = 20_000.0
 def _early_start(model, ref_model, timing_inputs: list[list[Any]], ops: DeviceOps) -> GuardOutcome:
     """Guard ``waits_for_caller_stream``: the verified timer queues a device-side hold before each start
     event (``verified_launch_lead_us``), so GPU work a candidate starts on its own stream without
-    waiting for the caller's stream would run during the hold, outside the timed interval. Here set 0
-    is overwritten with set 1's values by copies queued on the caller's stream behind a long hold, and
-    the call comes right after: ordered work reads the new values, work that starts early reads the
-    old ones (or a half-written mix) and returns a wrong answer. Loose tolerance (5e-2), as above."""
-    name = "waits_for_caller_stream"
-    if not ops.can_hold or len(timing_inputs) < 2:
-        return GuardOutcome(name=name, passed=True, applicable=False)
-    target, donor = timing_inputs[0], timing_inputs[1]
-    pairs = [(x, d) for x, d in zip(target, donor, strict=True) if isinstance(x, torch.Tensor)
-             and isinstance(d, torch.Tensor) and x.shape == d.shape and not torch.equal(x, d)]
-    if not pairs:
-        return GuardOutcome(name=name, passed=True, applicable=False)
-    saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in target]
-    try:
-        ops.sync()
-        ops.hold(EARLY_START_HOLD_US)
-        for x, d in pairs:
-            x.copy_(d)  # queued behind the hold on the caller's stream
-        out = model(*target)
-        ops.sync()
-        with tf32(None):
-            ref = ref_model(*target)
-        if not isinstance(ref, torch.Tensor):
-            return GuardOutcome(name=name, passed=True, applicable=False)
-        st = error_stats(out, ref)
-        ok = st.shape_ok and st.min_tolerance <= 5e-2
-        return GuardOutcome(name=name, passed=ok, detail="" if ok else
-                            f"inputs rewritten on the caller's stream just before the call, new answer not returned "
-                            f"(max abs error {st.max_abs:.3g}): the work read the inputs before the rewrite landed (a stream "
-                            "that does not wait for the caller's, which can run before the timed interval) or an earlier "
-                            "result came back")
-    except BaseException as exc:  # noqa: BLE001
-        return GuardOutcome(name=name, passed=False, detail=f"call after a stream-ordered input rewrite raised: {exc!r}"[:300])
-    finally:
-        ops.sync()
-        for x, v in zip(target, saved, strict=True):
-            if isinstance(x, torch.Tensor):
-                x.copy_(v)
+    waiting for the caller's stream would run during the hold, outside the timed interval. Here the
+    rewrite of set 0 is queued on the caller's stream behind a long hold and the call comes right
+    after: ordered work reads the new values, work that starts early reads the old ones (or a
+    half-written mix) and returns a wrong answer."""
+    if not ops.can_hold:
+        return GuardOutcome(name="waits_for_caller_stream", passed=True, applicable=False)
+    return _rewritten_inputs(
+        "waits_for_caller_stream", model, ref_model, timing_inputs, ops, hold_us=EARLY_START_HOLD_US,
+        stale="inputs rewritten on the caller's stream just before the call, new answer not returned "
+              "(max abs error {max_abs:.3g}): the work read the inputs before the rewrite landed (a stream "
+              "that does not wait for the caller's, which can run before the timed interval) or an earlier "
+              "result came back",
+        raised="call after a stream-ordered input rewrite raised")
 
 
 def main(job_path: str) -> int:
