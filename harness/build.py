@@ -52,6 +52,7 @@ through ``harness/compile_launcher.py`` (``CXX`` and ``PYTORCH_NVCC`` name shims
 from __future__ import annotations
 
 import fcntl
+import functools
 import hashlib
 import os
 import shlex
@@ -102,9 +103,11 @@ def _evict_pch_variants(root: Path, keep: int) -> None:
             shutil.rmtree(old, ignore_errors=True)
 
 
-def _pch_plan(root: Path, cxx: str, cflags: str, post_cflags: str) -> tuple[Path, list[str], list[str], str] | None:
+@functools.lru_cache(maxsize=16)
+def _pch_plan(root: Path, cxx: str, cflags: str, post_cflags: str) -> tuple[Path, tuple[str, ...], tuple[str, ...], str] | None:
     """(folder, compiler argv, flags, header text) of the PCH for these (ninja-syntax) flags; None where
-    there is none (not GCC, no torch header)."""
+    there is none (not GCC, no torch header). Cached: a build asks twice (``ensure_pch``, then
+    ``pending_pch``), and each answer costs a ``cxx -v`` run and a hash of torch's header."""
     import torch
 
     header = Path(torch.__file__).resolve().parent / "include" / "torch" / "extension.h"
@@ -118,7 +121,7 @@ def _pch_plan(root: Path, cxx: str, cflags: str, post_cflags: str) -> tuple[Path
         return None
     text = header.read_text()
     key = hashlib.sha256("\0".join([torch.__version__, compiler, *cxx_argv, text, *flags]).encode()).hexdigest()[:20]
-    return root / key, cxx_argv, flags, text
+    return root / key, tuple(cxx_argv), tuple(flags), text
 
 
 def pending_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "") -> Path | None:
