@@ -24,7 +24,6 @@ A Ray executor (issue 9) implements the same three methods: ``submit``, ``stats`
 
 from __future__ import annotations
 
-import os
 import queue
 import threading
 from abc import ABC, abstractmethod
@@ -94,7 +93,7 @@ class LocalExecutor(Executor):
             for i in range(self.n_workers)
         ]
         self._builder = self._evaluators[0]
-        self._build_pool = ThreadPoolExecutor(max_workers=build_workers or os.cpu_count() or 1,
+        self._build_pool = ThreadPoolExecutor(max_workers=build_workers or harness.usable_cpus(),
                                               thread_name_prefix="kv-build")
         self._queue: queue.Queue = queue.Queue()
         self._lock = threading.Lock()

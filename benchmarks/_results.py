@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 
@@ -12,3 +13,9 @@ def write_results(out: Path, name: str, text: str, data: object) -> None:
     (out / f"{name}.json").write_text(json.dumps(data, indent=1))
     (out / f"{name}.md").write_text(text)
     print(text)
+
+
+def cores() -> str:
+    """The machine line's core count: "32 cores", or "16 of 32 cores" when the run is pinned (taskset)."""
+    usable, host = len(os.sched_getaffinity(0)), os.cpu_count()
+    return f"{host} cores" if usable == host else f"{usable} of {host} cores"

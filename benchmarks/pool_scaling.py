@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import sys
 import time
 from pathlib import Path
 
-from _results import write_results
+from _results import cores, write_results
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -58,6 +57,8 @@ def main() -> int:
     ap.add_argument("--gpus", default="1,2", help="comma-separated worker counts; the first is the reference run")
     ap.add_argument("--size", default="small")
     ap.add_argument("--cache-dir", default=None, help="build cache shared by the prebuild and every sweep")
+    ap.add_argument("--verified-seconds", type=float, default=None,
+                    help="EvalSettings.verified_seconds_per_subject (default: the sweep's); shorter keeps a GPU run small")
     ap.add_argument("--out", default="results")
     args = ap.parse_args()
     out = Path(args.out)
@@ -65,6 +66,8 @@ def main() -> int:
     backend = "cuda" if args.device.startswith("cuda") else "cpu"
     base = dict(models=["demo"], device=backend, size=args.size, progress=False)
     settings = SweepConfig(**base).resolved().eval_settings_obj()  # what the sweep itself would use
+    if args.verified_seconds is not None:
+        settings = settings.model_copy(update={"verified_seconds_per_subject": args.verified_seconds})
     n_src, build_s = prebuild(args.device, backend, settings, args.cache_dir)
     print(f"prebuilt {n_src} demo kernels in {build_s:.0f} s", flush=True)
     rows, ref = [], None
@@ -96,8 +99,9 @@ def main() -> int:
         import torch
 
         gpu = f", {torch.cuda.device_count()} x {torch.cuda.get_device_name(0)}"
-    lines = [f"Demo sweep on {platform.node()} ({os.cpu_count()} cores{gpu}, device {args.device}, size {args.size}); "
-             f"{n_src} demo kernels prebuilt in {build_s:.0f} s before the timed sweeps.", "",
+    lines = [f"Demo sweep on {platform.node()} ({cores()}{gpu}, device {args.device}, size {args.size}); "
+             f"{n_src} demo kernels prebuilt in {build_s:.0f} s before the timed sweeps; "
+             f"verified timing {settings.verified_seconds_per_subject:g} s per subject.", "",
              "| workers | wall s | speedup vs first | evaluations | per worker | GPUs named in records | "
              "attempts | identical to first run | verified verdicts |", "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:

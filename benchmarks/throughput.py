@@ -44,7 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from _results import write_results
+from _results import cores, write_results
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -161,7 +161,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--size", default="small")
     ap.add_argument("--gpus", type=int, default=None, help="evaluation workers (default: all GPUs; 1 on cpu)")
-    ap.add_argument("--build-workers", type=int, default=os.cpu_count())
+    ap.add_argument("--build-workers", type=int, default=harness.usable_cpus())
     ap.add_argument("--limit", type=int, default=0, help="use only the first K candidates")
     ap.add_argument("--candidates", choices=("fixtures", "cuda"), default="fixtures")
     ap.add_argument("--serial-sample", type=int, default=0,
@@ -241,7 +241,7 @@ def main() -> int:
         import torch
 
         gpu = f", {torch.cuda.get_device_name(0)}"
-    lines = [f"Throughput on {platform.node()} ({os.cpu_count()} cores{gpu}, device {args.device}, size {args.size}, "
+    lines = [f"Throughput on {platform.node()} ({cores()}{gpu}, device {args.device}, size {args.size}, "
              f"{len(cands)} candidates ({args.candidates}), build workers {args.build_workers}, "
              f"verified timing {vsec:g} s per subject)", "",
              "| pass | candidates run | wall s (run) | wall s for all candidates | candidates/h | build s | "

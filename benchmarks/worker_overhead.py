@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import platform
 import statistics
 import sys
 from pathlib import Path
 
-from _results import write_results
+from _results import cores, write_results
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -69,7 +68,7 @@ def main() -> int:
         import torch
 
         gpu = f", {torch.cuda.get_device_name(0)}"
-    lines = [f"Per-candidate overhead on {platform.node()} ({os.cpu_count()} cores{gpu}, device {args.device}), "
+    lines = [f"Per-candidate overhead on {platform.node()} ({cores()}{gpu}, device {args.device}), "
              f"{args.n} candidates per setting, alternating. Medians in seconds.", "",
              "| prespawn_worker | used a pre-started process | evaluation | startup phase | overhead | verdicts |",
              "|---|---|---|---|---|---|"]

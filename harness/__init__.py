@@ -7,8 +7,10 @@ Public surface::
     harness.score(record, "verified")          # pure: re-score a stored record
     harness.NAIVE, harness.VERIFIED, harness.Protocol
     harness.MeasurementRecord                  # what is stored per (candidate, problem, size, device)
+    harness.usable_cpus()                      # CPUs this process may use (build pools size by it)
 """
 
+from .build import usable_cpus
 from .errors import (
     CandidateError,
     CandidateRuntimeError,
@@ -37,5 +39,5 @@ __all__ = [
     "NAIVE", "PROTOCOLS", "VERDICTS", "VERIFIED", "CandidateError", "CandidateRuntimeError", "CandidateTimeout",
     "CompileError", "EvalSettings", "Evaluation", "Evaluator", "GuardOutcome", "HarnessError", "MeasurementRecord",
     "Protocol", "ProtocolResult", "Provenance", "ProtocolViolation", "TrialResult", "evaluate", "get_protocol",
-    "score", "score_all", "sol_score",
+    "score", "score_all", "sol_score", "usable_cpus",
 ]

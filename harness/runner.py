@@ -26,7 +26,7 @@ from pydantic import BaseModel, Field
 
 import problems as P
 
-from .build import build_env
+from .build import build_env, usable_cpus
 from .candidate import source_hash
 from .job import EvalSettings, JobSpec
 from .protocols import PROTOCOLS, Protocol, ProtocolResult, score
@@ -184,13 +184,13 @@ class Evaluator:
             return self._build_locked(source, ext, marker)
 
     def build_many(self, sources: list[str], workers: int | None = None) -> list[BuildResult]:
-        """``build`` every source at once on the host's cores (``workers`` threads, default the CPU
-        count), in order; for scripts that compile everything before anything is timed."""
+        """``build`` every source at once on the host's cores (``workers`` threads, default the CPUs
+        this process may use), in order; for scripts that compile everything before anything is timed."""
         from concurrent.futures import ThreadPoolExecutor
 
         if not sources:
             return []
-        with ThreadPoolExecutor(min(len(sources), workers or os.cpu_count() or 1)) as pool:
+        with ThreadPoolExecutor(min(len(sources), workers or usable_cpus())) as pool:
             return list(pool.map(self.build, sources))
 
     def _build_locked(self, source: str, ext: Path, marker: Path) -> BuildResult:

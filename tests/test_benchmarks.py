@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -22,10 +23,10 @@ def test_script_parses_its_arguments(script):
     assert "usage:" in r.stdout
 
 
-def test_session_script_calls_only_existing_scripts():
-    text = (ROOT / "benchmarks" / "h200_session.sh").read_text()
-    called = {line.split("benchmarks/")[1].split()[0] for line in text.splitlines()
-              if "python3 benchmarks/" in line}
+@pytest.mark.parametrize("session", ["h200_session.sh", "h200x2_session.sh"])
+def test_session_script_calls_only_existing_scripts(session):
+    text = (ROOT / "benchmarks" / session).read_text()
+    called = set(re.findall(r"(?:benchmarks/|\$here/)(\w+\.py)", text))
     assert called and called <= set(SCRIPTS), called - set(SCRIPTS)
 
 

@@ -43,3 +43,19 @@ def test_a_problem_whose_reference_fails_still_gets_a_verdict_per_candidate(tmp_
             raise AssertionError("an unknown problem must fail its future")
         stats = ex.stats()
     assert stats.prepared == 0
+
+
+def test_build_pool_sizes_itself_by_the_cpus_the_process_may_use():
+    # A pool pinned to some of the host's cores (taskset, a cgroup cpuset) must not start a compiler per
+    # host core: on a 32-core host pinned to 16, 32 nvcc processes would share 16 cores.
+    import subprocess
+    import sys
+
+    code = ("import os; os.sched_setaffinity(0, {0}); import harness; from agents.executor import LocalExecutor;"
+            "ex = LocalExecutor('cpu', 'small'); print(harness.usable_cpus(), ex._build_pool._max_workers, os.cpu_count());"
+            "ex.close()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0, out.stderr
+    usable, pool, host = map(int, out.stdout.split())
+    assert usable == pool == 1
+    assert host >= 1
