@@ -44,7 +44,7 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
         --verified-seconds 1.0 --modes "${THROUGHPUT_MODES:-cold,warm}" ${THROUGHPUT_PRESPAWN:+--prespawn-pass} \
         --cache-root /tmp/kv-throughput --out "$R" ;;
     throughput_prespawn) step throughput_prespawn python3 benchmarks/throughput.py --device cuda --candidates cuda \
-        --serial-sample 3 --verified-seconds 1.0 --modes cold --prespawn --cache-root /tmp/kv-throughput-prespawn \
+        --serial-sample 3 --verified-seconds 1.0 --modes cold --prespawn on --cache-root /tmp/kv-throughput-prespawn \
         --out "$R/prespawn" ;;
     worker_overhead) step worker_overhead python3 benchmarks/worker_overhead.py --device cuda --n 12 --out "$R" ;;
     clock_ramp) step clock_ramp python3 benchmarks/clock_ramp.py --out "$R" ;;

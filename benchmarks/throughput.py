@@ -171,8 +171,9 @@ def main() -> int:
     ap.add_argument("--cache-root", default=None,
                     help="keep the serial and pipelined build caches under this (empty) folder, e.g. for "
                          "benchmarks/reproducibility.py --cache-dir ROOT/pipelined (default: temporary)")
-    ap.add_argument("--prespawn", action="store_true",
-                    help="EvalSettings.prespawn_worker: start each next candidate process ahead of its job")
+    ap.add_argument("--prespawn", choices=["auto", "on", "off"], default="auto",
+                    help="EvalSettings.prespawn_worker: start each next candidate process ahead of its job "
+                         "(auto: on with 8 or more usable CPUs)")
     ap.add_argument("--modes", default="cold,warm", help="which cache states to run: cold, warm or both")
     ap.add_argument("--prespawn-pass", action="store_true",
                     help="after the four passes, a fifth: pipelined, warm cache, with prespawn_worker on")
@@ -187,7 +188,7 @@ def main() -> int:
         cands = [(f.source(), f.problem) for f in fixtures][: args.limit or None]
     serial_cands = sample(cands, args.serial_sample)
     vsec = args.verified_seconds or (2.0 if args.device != "cpu" else 0.5)
-    settings = EvalSettings(verified_seconds_per_subject=vsec, prespawn_worker=args.prespawn,
+    settings = EvalSettings(verified_seconds_per_subject=vsec, prespawn_worker={"auto": None, "on": True, "off": False}[args.prespawn],
                             verified_max_iters=200, cpu_threads=1 if args.device == "cpu" else None)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:

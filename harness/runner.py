@@ -330,7 +330,7 @@ class Evaluator:
             th = threading.Thread(target=reader, args=(proc, deadline), daemon=True)
             th.start()
             t["thread"] = th
-            if self.settings.prespawn_worker:  # the next candidate's process imports torch while this one runs
+            if self.settings.prespawns():  # the next candidate's process imports torch while this one runs
                 self._refill_spare()
 
         t_worker = time.perf_counter()
