@@ -18,6 +18,7 @@ import shutil
 import tempfile
 import threading
 import time
+import weakref
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -144,6 +145,9 @@ class Evaluator:
         self.problems_dir = problems_dir
         self.keep_temp = keep_temp
         self._tmp_root = Path(tempfile.mkdtemp(prefix="kv-eval-"))
+        # Reference outputs and work folders live here (tens of MB per problem): removed on close, and
+        # also when an evaluator nobody closed is collected or the interpreter exits.
+        self._remove_tmp = None if keep_temp else weakref.finalize(self, shutil.rmtree, self._tmp_root, True)
         self._refs: dict[str, tuple[Path, JobSpec, dict]] = {}
         self._lock = threading.Lock()
         self._spare: _Spare | None = None
@@ -151,8 +155,8 @@ class Evaluator:
 
     def close(self) -> None:
         self._discard_spare()
-        if not self.keep_temp:
-            shutil.rmtree(self._tmp_root, ignore_errors=True)
+        if self._remove_tmp is not None:
+            self._remove_tmp()
 
     def __enter__(self) -> Evaluator:
         return self

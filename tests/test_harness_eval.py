@@ -181,3 +181,27 @@ def test_children_die_with_the_evaluating_process(tmp_path):
         time.sleep(0.2)
     os.kill(child, signal.SIGKILL)
     raise AssertionError("the child outlived its killed parent")
+
+
+def test_an_evaluator_nobody_closed_leaves_no_temporary_folder(tmp_path):
+    # Reference outputs are tens of MB per problem; scripts that forget close() ran a test machine's
+    # /tmp up to 13 GB of them. Collected or at interpreter exit, the folder goes; keep_temp keeps it.
+    import gc
+
+    ev = harness.Evaluator("cpu", "small", cache_dir=tmp_path)
+    root = ev._tmp_root
+    assert root.is_dir()
+    del ev
+    gc.collect()
+    assert not root.exists()
+    code = ("import harness, sys; ev = harness.Evaluator('cpu', 'small', cache_dir=sys.argv[1]); print(ev._tmp_root);"
+            "kept = harness.Evaluator('cpu', 'small', cache_dir=sys.argv[1], keep_temp=True); print(kept._tmp_root)")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parent.parent)
+    assert out.returncode == 0, out.stderr
+    dropped, kept = (Path(x) for x in out.stdout.split())
+    assert not dropped.exists()
+    assert kept.is_dir()
+    import shutil
+
+    shutil.rmtree(kept)
