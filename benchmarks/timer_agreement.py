@@ -27,7 +27,10 @@ catches it. Writes timer_agreement.md / .json under --out.
 from __future__ import annotations
 
 import argparse
+import atexit
+import functools
 import json
+import shutil
 import statistics
 import sys
 import tempfile
@@ -67,14 +70,19 @@ N_SETS = 2
 PROFILED_ITERS = 15
 
 
-_TMP = Path(tempfile.mkdtemp(prefix="timer-agreement-"))
+@functools.cache
+def _tmp() -> Path:
+    """Where subjects' sources are written: made on first use (not at import), removed at exit."""
+    path = Path(tempfile.mkdtemp(prefix="timer-agreement-"))
+    atexit.register(shutil.rmtree, path, True)
+    return path
 
 
 def _namespace(source: str, name: str) -> dict:
     """Import ``source`` from a real file (Triton's JIT reads a kernel's source through inspect)."""
     import importlib.util
 
-    path = _TMP / f"{name}_{abs(hash(source)) % 10**8}.py"
+    path = _tmp() / f"{name}_{abs(hash(source)) % 10**8}.py"
     path.write_text(source)
     spec = importlib.util.spec_from_file_location(path.stem, path)
     mod = importlib.util.module_from_spec(spec)
