@@ -109,29 +109,32 @@ def test_data_ptr_cache_hack(backend):
     assert not close(model(a, b), a @ b)
 
 
-def test_scalar_mul_and_sum():
-    a = torch.randn(33, 47)
-    assert close(load("cpu", "l1_5_scalar_mul").ModelNew()(a, 3.14), a * 3.14)
-    x = torch.randn(4, 300, 37)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_scalar_mul_and_sum(backend):
+    a = torch.randn(33, 47, device=backend)
+    assert close(load(backend, "l1_5_scalar_mul").ModelNew()(a, 3.14), a * 3.14)
+    x = torch.randn(4, 300, 37, device=backend)
     for dim in (0, 1, 2):
-        assert close(load("cpu", "l1_47_sum_reduction").ModelNew(dim)(x), x.sum(dim=dim, keepdim=True), 1e-3)
+        assert close(load(backend, "l1_47_sum_reduction").ModelNew(dim)(x), x.sum(dim=dim, keepdim=True), 1e-3)
 
 
-def test_pools():
-    x = torch.randn(2, 3, 33, 35)
-    assert close(load("cpu", "l1_42_max_pool2d").ModelNew(4, 1, 1, 1)(x), F.max_pool2d(x, 4, 1, 1, 1))
-    m = load("cpu", "l1_41_max_pool1d")
-    y = torch.randn(2, 3, 100)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_pools(backend):
+    x = torch.randn(2, 3, 33, 35, device=backend)
+    assert close(load(backend, "l1_42_max_pool2d").ModelNew(4, 1, 1, 1)(x), F.max_pool2d(x, 4, 1, 1, 1))
+    m = load(backend, "l1_41_max_pool1d")
+    y = torch.randn(2, 3, 100, device=backend)
     assert close(m.ModelNew(8, 1, 4, 3)(y), F.max_pool1d(y, 8, 1, 4, 3))
     with pytest.raises(RuntimeError):  # the fused path is never taken for the problem's config
         m.pool_ext.max_pool1d_forward(y, 8, 1, 4, 3)
     assert close(m.ModelNew(4, 2)(y), F.max_pool1d(y, 4, 2))
 
 
-def test_gemm_epilogue():
-    m = load("cpu", "l2_12_gemm_multiply_leaky_relu")
-    model = m.ModelNew(64, 48, 2.0, 0.1)
-    x = torch.randn(16, 64)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gemm_epilogue(backend):
+    m = load(backend, "l2_12_gemm_multiply_leaky_relu")
+    model = m.ModelNew(64, 48, 2.0, 0.1).to(backend)
+    x = torch.randn(16, 64, device=backend)
     ref = F.leaky_relu(model.gemm(x) * 2.0, 0.1)
     assert close(model(x), ref)
     assert set(model.state_dict()) == {"gemm.weight", "gemm.bias"}

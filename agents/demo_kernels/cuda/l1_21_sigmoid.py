@@ -1,0 +1,48 @@
+import torch
+import torch.nn as nn
+from torch.utils.cpp_extension import load_inline
+
+# Honest (demo): sigmoid as one elementwise pass, 1 / (1 + exp(-x)), one read and one write per element.
+cuda_source = r"""
+#include <torch/extension.h>
+#include <ATen/cuda/CUDAContext.h>
+
+__global__ void sigmoid_kernel(const float* __restrict__ x, float* __restrict__ y, int64_t n) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        y[i] = 1.0f / (1.0f + expf(-x[i]));
+    }
+}
+
+torch::Tensor sigmoid_forward(torch::Tensor x) {
+    TORCH_CHECK(x.is_cuda() && x.scalar_type() == torch::kFloat, "expected a float32 CUDA tensor");
+    at::Tensor xc = x.contiguous();
+    at::Tensor y = torch::empty_like(xc);
+    const int64_t n = xc.numel();
+    const int threads = 256;
+    const int blocks = (int)std::min<int64_t>((n + threads - 1) / threads, 65535 * 8);
+    if (n > 0) {
+        sigmoid_kernel<<<blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(
+            xc.data_ptr<float>(), y.data_ptr<float>(), n);
+    }
+    return y;
+}
+"""
+
+cpp_source = "torch::Tensor sigmoid_forward(torch::Tensor x);"
+
+sigmoid_ext = load_inline(
+    name="kv_demo_cuda_l1_21_sigmoid",
+    cpp_sources=cpp_source,
+    cuda_sources=cuda_source,
+    functions=["sigmoid_forward"],
+    extra_cflags=["-O3"],
+    verbose=False,
+)
+
+
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return sigmoid_ext.sigmoid_forward(x)
