@@ -30,13 +30,11 @@ step() {  # name, command...
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu --format=csv >"$R/gpu.txt" 2>&1
 python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda)" >>"$R/gpu.txt" 2>&1
-# STEPS picks and orders the steps. Default: what issue 8 still lacks on a GPU, most needed first: the
-# spread over 5 processes with the verified timer's launch lead (REPRO_KERNELS: the kernels of 100 us or
-# more and a 40 us ReLU; each row also shows the idle-start time of the same processes; REPRO_LEADS=0,200
-# measures both leads side by side, twice the time), the hack suite (the lead's guard and fixture; no
-# legitimate fixture may be flagged), cold throughput with pre-started workers (the evaluation tail is
-# mostly process start: 4.4 s per candidate), the timer against CUPTI with and without the lead.
-# (clock_ramp, build_priority and two throughput runs without pre-started workers are recorded already.)
+# STEPS picks and orders the steps. Default: the four issue 8 closed on (measured 2026-11-29 through
+# h200x2_session.sh, which runs this script once per GPU half): the spread over 5 processes with the
+# verified timer's launch lead (REPRO_KERNELS: the kernels of 100 us or more and a 40 us ReLU; REPRO_LEADS=0,200
+# measures both leads side by side, twice the time), the hack suite, cold throughput with pre-started
+# workers, the timer against CUPTI with and without the lead.
 for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreement}; do
     case $name in
     hack_suite) step hack_suite python3 benchmarks/gpu_hack_suite.py --device cuda --quick --out "$R/h200_hack_suite.md" ;;
