@@ -12,6 +12,14 @@ import re
 from .record import Provenance
 
 _CUDA_KERNEL = re.compile(r"__global__|<<<")
+# What shows that native code does the work itself rather than forwarding to ATen (``return at::tanh(x)``
+# in an extension is PyTorch's kernel behind a custom name): a device kernel or a kernel launch, a
+# CUTLASS/CuTe instantiation, or on the host a loop, OpenMP, ATen's parallel_for or SIMD intrinsics.
+_NATIVE_WORK = {
+    "cuda": re.compile(r"__global__|<<<|\bcutlass::|\bcute::|\bcu(?:da)?LaunchKernel\b|\bfor\s*\(|\bwhile\s*\("),
+    "cpp": re.compile(r"\bfor\s*\(|\bwhile\s*\(|#pragma\s+omp|\bparallel_for\b|\b_mm\d*_\w+|\bv\w+q_f32\b"),
+}
+_NATIVE_SOURCE = re.compile(r"#include|torch::Tensor|at::Tensor|__global__")
 _TORCH_COMPUTE = re.compile(
     r"\b(?:torch|F|nn\.functional)\.(matmul|mm|bmm|addmm|einsum|conv\dd|conv_transpose\dd|linear|relu|softmax|"
     r"log_softmax|gelu|sigmoid|tanh|layer_norm|batch_norm|group_norm|instance_norm|max_pool\dd|avg_pool\dd|"
@@ -62,6 +70,22 @@ def _backend(src: str) -> str:
     return "python"
 
 
+def _native_sources(tree: ast.AST) -> str:
+    """The C++/CUDA text among the source's string literals (what load_inline compiles)."""
+    return "\n".join(n.value for n in ast.walk(tree)
+                     if isinstance(n, ast.Constant) and isinstance(n.value, str) and _NATIVE_SOURCE.search(n.value))
+
+
+def _native_code_does_work(tree: ast.AST, backend: str) -> bool:
+    """False when an extension's native code only forwards to library ops; True when it has its own
+    kernel, or when its native text is not a literal this scan can read (benefit of the doubt)."""
+    native = _native_sources(tree)
+    if not native:
+        return True
+    native = re.sub(r"//[^\n]*|/\*.*?\*/", "", native, flags=re.S)  # a comment naming a kernel is not one
+    return bool(_NATIVE_WORK[backend].search(native))
+
+
 def _fallback_in_except(tree: ast.AST) -> bool:
     """A try whose handler computes with torch: the classic 'kernel, or else the reference' fallback.
     Handlers that only re-raise, log, or set a flag are not fallbacks."""
@@ -95,6 +119,8 @@ def scan(source: str) -> Provenance:
     try:
         tree = ast.parse(source)
         prov.try_except_fallback = _fallback_in_except(tree)
+        if prov.backend in _NATIVE_WORK and not _native_code_does_work(tree, prov.backend):
+            prov.defines_custom_kernel = False
     except SyntaxError:
         pass
     prov.precision_downcast = sorted(set(m.group(0) for m in _DOWNCAST.finditer(source)))
@@ -104,5 +130,6 @@ def scan(source: str) -> Provenance:
     prov.introspection = sorted(k for k, rx in _INTROSPECTION.items() if rx.search(source))
     prov.introspection += sorted(k for k, rx in TAMPERING.items() if rx.search(_code_only(source)))
     if not prov.defines_custom_kernel:
-        prov.notes.append("no custom kernel: the candidate only calls PyTorch")
+        prov.notes.append("no custom kernel: the candidate only calls PyTorch" if prov.backend == "python" else
+                          f"no custom kernel: its {prov.backend} extension only forwards to library ops")
     return prov
