@@ -51,7 +51,8 @@ from pathlib import Path
 
 VERSION = "1"
 PLACEHOLDER = "@BUILD_DIR@"
-MAX_ENTRIES = 4096  # beyond it the least recently used tenth is removed
+MAX_ENTRIES = 4096  # beyond either cap the least recently used entries go, down to 90% of it
+MAX_BYTES = int(os.environ.get("KV_OBJECT_CACHE_MAX_BYTES", 8 * 2**30))  # a CUDA main.cpp object is ~10 MB
 LOG_MAX_BYTES = 16 * 2**20
 
 
@@ -175,13 +176,30 @@ def _store(entry: Path, unit: Unit, deps_text: str) -> None:
     os.replace(tmp, entry)
 
 
-def _trim(root: Path) -> None:
-    entries = [e for d in root.glob("??") if d.is_dir() for e in d.iterdir() if e.is_dir()]
-    if len(entries) <= MAX_ENTRIES:
+def _trim(root: Path, max_entries: int | None = None, max_bytes: int | None = None) -> None:
+    """Remove least recently used entries (restores touch theirs) while the cache is over its count
+    or byte cap, down to 90% of the cap it exceeded."""
+    max_entries = MAX_ENTRIES if max_entries is None else max_entries
+    max_bytes = MAX_BYTES if max_bytes is None else max_bytes
+    entries = []
+    for d in root.glob("??"):
+        if d.is_dir():
+            for e in d.iterdir():
+                try:
+                    if e.is_dir():
+                        entries.append((e.stat().st_mtime, sum(f.stat().st_size for f in e.iterdir()), e))
+                except OSError:  # removed meanwhile by another build's trim
+                    pass
+    total = sum(size for _, size, _ in entries)
+    if len(entries) <= max_entries and total <= max_bytes:
         return
-    entries.sort(key=lambda e: e.stat().st_mtime)
-    for e in entries[: len(entries) // 10]:
+    entries.sort(key=lambda x: x[0])
+    count = len(entries)
+    for _, size, e in entries:
+        if count <= max_entries * 0.9 and total <= max_bytes * 0.9:
+            break
         shutil.rmtree(e, ignore_errors=True)
+        count, total = count - 1, total - size
 
 
 def _log(root: Path, unit: Unit, hit: bool, seconds: float, rc: int) -> None:

@@ -293,3 +293,23 @@ def test_a_cached_object_does_not_wait_for_a_pch(tmp_path, cc):
         r = launch(tmp_path / "objects", d2, compile_cmd(exe, d2), pch, {**os.environ, "KV_PCH_WAIT_S": "60"})
         assert r.returncode == 0 and time.monotonic() - t0 < 10
     assert len(calls(log)) == 1  # restored from the cache, not compiled, not waited for
+
+
+def test_the_object_cache_is_trimmed_by_bytes_as_well_as_by_count_least_recently_used_first(tmp_path):
+    from harness.compile_launcher import _trim
+
+    def entry(name: str, size: int, age: int) -> Path:
+        e = tmp_path / name[:2] / name
+        e.mkdir(parents=True)
+        (e / "object").write_bytes(b"x" * size)
+        os.utime(e, (time.time() - age, time.time() - age))
+        return e
+
+    old, mid, new = entry("aa1", 600, 300), entry("bb2", 300, 200), entry("cc3", 300, 100)
+    _trim(tmp_path, max_entries=100, max_bytes=2000)  # under both caps: nothing goes
+    assert old.exists() and mid.exists() and new.exists()
+    _trim(tmp_path, max_entries=100, max_bytes=1000)  # 1200 bytes: the oldest goes, 600 <= 900 remain
+    assert not old.exists() and mid.exists() and new.exists()
+    newest = entry("dd4", 10, 0)
+    _trim(tmp_path, max_entries=2, max_bytes=10**9)  # three entries over a cap of two: down to 1.8, newest kept
+    assert not mid.exists() and not new.exists() and newest.exists()
