@@ -310,6 +310,8 @@ def from_evaluation(evaluation: Any, *, policy: FeedbackPolicy = "visible",
         prov = record.get("provenance") or {}
         if prov.get("custom_kernel_called") is False:
             lines.append("Note: during the evaluation ModelNew never called a kernel you built; it only ran PyTorch operators.")
+        elif prov.get("backend") in ("cpp", "cuda") and prov.get("defines_custom_kernel") is False:
+            lines.append("Note: your extension has no kernel of its own; its native code only calls library operators.")
         if "verified" in results and "verified" in protocols:
             lines += _verified_line(results["verified"], record)
         text = "\n".join(lines) or "Evaluated."

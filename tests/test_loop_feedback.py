@@ -114,3 +114,16 @@ def test_crash_after_visible_trials_reports_type_only():
                   error="candidate process killed by SIGSEGV during correctness\nprinted hidden value 3.14159")
     out = fb.from_evaluation(harness.Evaluation(record=rec, results=harness.score_all(rec)))
     assert "SIGSEGV" in out.text and "3.14159" not in out.text
+
+
+def test_an_extension_that_only_forwards_to_library_ops_is_told_so():
+    def text(**prov):
+        rec = _record(naive_trials=[harness.TrialResult(distribution="naive", seed=1, params="default", error=_stats(0.0))],
+                      provenance=harness.Provenance(**prov))
+        return fb.from_evaluation(harness.Evaluation(record=rec, results=harness.score_all(rec, ["naive"])),
+                                  protocols=["naive"]).text
+
+    note = "no kernel of its own"
+    assert note in text(backend="cpp", defines_custom_kernel=False, custom_kernel_called=True)
+    assert note not in text(backend="cpp", defines_custom_kernel=True, custom_kernel_called=True)
+    assert note not in text(backend="python", defines_custom_kernel=False)  # plain PyTorch says nothing new
