@@ -17,5 +17,7 @@ def write_results(out: Path, name: str, text: str, data: object) -> None:
 
 def cores() -> str:
     """The machine line's core count: "32 cores", or "16 of 32 cores" when the run is pinned (taskset)."""
-    usable, host = len(os.sched_getaffinity(0)), os.cpu_count()
+    import harness  # importable once the calling script has put the repo on sys.path
+
+    usable, host = harness.usable_cpus(), os.cpu_count()
     return f"{host} cores" if usable == host else f"{usable} of {host} cores"

@@ -15,9 +15,10 @@ _CUDA_KERNEL = re.compile(r"__global__|<<<")
 # What shows that native code does the work itself rather than forwarding to ATen (``return at::tanh(x)``
 # in an extension is PyTorch's kernel behind a custom name): a device kernel or a kernel launch, a
 # CUTLASS/CuTe instantiation, or on the host a loop, OpenMP, ATen's parallel_for or SIMD intrinsics.
+_HOST_LOOP = r"\bfor\s*\(|\bwhile\s*\("
 _NATIVE_WORK = {
-    "cuda": re.compile(r"__global__|<<<|\bcutlass::|\bcute::|\bcu(?:da)?LaunchKernel\b|\bfor\s*\(|\bwhile\s*\("),
-    "cpp": re.compile(r"\bfor\s*\(|\bwhile\s*\(|#pragma\s+omp|\bparallel_for\b|\b_mm\d*_\w+|\bv\w+q_f32\b"),
+    "cuda": re.compile("|".join([_CUDA_KERNEL.pattern, r"\bcutlass::|\bcute::|\bcu(?:da)?LaunchKernel\b", _HOST_LOOP])),
+    "cpp": re.compile("|".join([_HOST_LOOP, r"#pragma\s+omp|\bparallel_for\b|\b_mm\d*_\w+|\bv\w+q_f32\b"])),
 }
 _NATIVE_SOURCE = re.compile(r"#include|torch::Tensor|at::Tensor|__global__")
 _TORCH_COMPUTE = re.compile(
