@@ -398,6 +398,9 @@ def build_report(
         "waterfall order: timing first (the TF32 baseline is only timed with the verified method), then "
         "TF32 baseline, hidden inputs, tolerance, strict outputs, guards; components alone/left out are "
         "in the component table",
+        "waterfall steps change one thing each: timing only the timer (both fp32 baselines run with PyTorch's "
+        "default flags, matmul TF32 off and cuDNN TF32 on), tf32_baseline only matmul TF32 (cuDNN TF32 is "
+        "already on in the default-flag baseline)",
     ]
     if W.uncovered_fields():
         notes.append(f"waterfall does not cover protocol fields {W.uncovered_fields()}")

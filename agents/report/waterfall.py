@@ -12,6 +12,24 @@ would divide a verified-method baseline by a naive-method kernel time and charge
 between the two timing methods to TF32 (on CPU records that swings a ReLU from 1.2x to 9.7x and
 back). With timing first, every later step compares times taken by the same method.
 
+Each step changes exactly one thing:
+
+* ``timing`` changes only the timer. The baseline stays the fp32 eager model under PyTorch's default
+  flags (matmul TF32 off, cuDNN TF32 on): naive's baseline is ``timing.naive_baseline_fp32`` and
+  the step's is ``timing.verified_baseline_fp32``, and the harness times both with those same
+  default flags. So the step moves a speedup by the two timers' readings of the kernel and of the
+  baseline, and on a record where both baseline readings agree, by the kernel's alone.
+* ``tf32_baseline`` changes only matmul TF32: ``verified_baseline_fp32`` (defaults) is replaced by
+  ``verified_baseline_tf32`` (matmul and cuDNN TF32 on), same timer. cuDNN TF32 is already on
+  under the defaults, so a convolution's baseline barely moves here; the step is what enabling
+  TF32 does relative to naive. It moves a speedup by exactly
+  ``verified_baseline_tf32 / verified_baseline_fp32``.
+
+"fp32" in a baseline's name means "PyTorch's default flags", never "both TF32 flags off". Records
+from a harness that timed ``verified_baseline_fp32`` with cuDNN TF32 off as well put a cuDNN
+TF32 change into both steps on convolution problems (``timing`` up, ``tf32_baseline`` down); the
+step labels describe records from the harness that uses the defaults.
+
 Memory is not a step: neither protocol turns peak memory into a verdict, it is a reported column.
 """
 
@@ -29,9 +47,11 @@ class Component(BaseModel):
 
 
 COMPONENTS: list[Component] = [
-    Component(step="timing", label="verified timing: L2 flush, device sync, interleaved, median",
+    Component(step="timing", label="verified timer only (L2 flush, launch lead, interleaved, median); "
+              "baseline flags unchanged: PyTorch defaults, matmul TF32 off, cuDNN TF32 on",
               fields=["timing", "statistic"]),
-    Component(step="tf32_baseline", label="TF32 baseline (matmul + cuDNN TF32 on)", fields=["baseline"]),
+    Component(step="tf32_baseline", label="TF32 baseline: matmul TF32 on (cuDNN TF32 is already on in the "
+              "default-flag baseline), same timer", fields=["baseline"]),
     Component(step="hidden_inputs", label="hidden distributions x1, x3, x0.01, x-1 with perturbed parameters",
               fields=["trials", "distributions"]),
     Component(step="tolerance", label="fp32 tolerance 1e-3 vs exact reference (or within k x TF32 error)",
