@@ -7,9 +7,12 @@ Public surface::
     agents.report.print_report(report)            # rich tables
     agents.report.render_html(report) -> str      # one self-contained HTML file
     agents.report.save_plots(report, out_dir)     # PNGs
-    python -m agents.report RUN [--json] [--html PATH] [--compare RUN2] [--plots DIR]
+    agents.report.audit_run(run_dir) -> Audit     # kernels whose verdict changed, one block each
+    agents.report.format_audit(audit) -> str
+    python -m agents.report RUN [--audit] [--json] [--html PATH] [--compare RUN2] [--plots DIR]
 """
 
+from .audit import Audit, AuditEntry, audit_record, audit_run, audit_threads, format_audit
 from .build import (
     ALL,
     HeadlineRow,
@@ -27,7 +30,7 @@ from .text import print_report
 from .waterfall import COMPONENTS, alone, steps, without
 
 __all__ = [
-    "ALL", "COMPONENTS", "HeadlineRow", "KernelChange", "KernelView", "Report", "TurnRow", "Waterfall",
-    "WaterfallStep", "alone", "build_report", "print_report", "render_all", "render_html", "save_plots", "steps",
-    "without", "write_html",
+    "ALL", "COMPONENTS", "Audit", "AuditEntry", "HeadlineRow", "KernelChange", "KernelView", "Report", "TurnRow",
+    "Waterfall", "WaterfallStep", "alone", "audit_record", "audit_run", "audit_threads", "build_report",
+    "format_audit", "print_report", "render_all", "render_html", "save_plots", "steps", "without", "write_html",
 ]

@@ -1,4 +1,4 @@
-"""python -m agents.report RUN [--json] [--html PATH] [--compare RUN2] [--plots DIR]"""
+"""python -m agents.report RUN [--audit] [--json] [--html PATH] [--compare RUN2] [--plots DIR]"""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m agents.report", description=__doc__)
     ap.add_argument("run", help="run directory (runs/<name>)")
     ap.add_argument("--json", action="store_true", help="print the whole report as JSON instead of tables")
+    ap.add_argument("--audit", action="store_true",
+                    help="print, instead of the report, one adjudication block per kernel whose verdict changed "
+                         "between naive and verified (JSON with --json)")
     ap.add_argument("--html", metavar="PATH", help="write a self-contained HTML report")
     ap.add_argument("--compare", metavar="RUN2", help="a second run to compare the headline with")
     ap.add_argument("--plots", metavar="DIR", help="write PNG plots into DIR")
@@ -21,6 +24,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=M.BOOTSTRAP_SEED)
     args = ap.parse_args(argv)
 
+    if args.audit:
+        from .audit import audit_run, format_audit
+
+        try:
+            audit = audit_run(args.run)
+        except FileNotFoundError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        print(audit.model_dump_json(indent=2) if args.json else format_audit(audit).rstrip("\n"))
+        if not (args.html or args.plots):
+            return 0
+
     from .build import build_report
 
     try:
@@ -29,7 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     except FileNotFoundError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    if args.json:
+    if args.audit:
+        pass  # printed above; the report is built only for --html/--plots
+    elif args.json:
         print(rep.model_dump_json(indent=2))
     else:
         from .text import print_report

@@ -25,6 +25,7 @@ from harness.protocols import NAIVE, VERIFIED, Protocol
 from .. import metrics as M
 from ..store import ATTEMPTS, RunStore
 from . import waterfall as W
+from .audit import AuditEntry, audit_threads
 from .scoring import Thread, TurnPolicy, load_threads
 
 ALL = "all"
@@ -172,6 +173,8 @@ class Report(BaseModel):
     kernel_changes: list[KernelChange]
     by_turn: list[TurnRow]
     kernels: list[KernelView]
+    audit: list[AuditEntry] = Field(default_factory=list,
+                                    description="every evaluated turn whose naive and verified verdicts differ")
     compare: list[CompareRow] | None = None
     compare_run: str | None = None
     notes: list[str] = Field(default_factory=list)
@@ -367,6 +370,7 @@ def build_report(
                                              turn_policy, resamples, seed))
 
     kernel_changes = [_trace(t, s, chain) for t in threads for s in t.turns]
+    audit = audit_threads(threads)
 
     by_turn: list[TurnRow] = []
     for model, strategy in systems:
@@ -412,7 +416,7 @@ def build_report(
         protocols=[p.key for p in protos], turn_policy=turn_policy, resamples=resamples, seed=seed,
         n_attempts=n_attempts, models=sorted({m for m, _ in systems}), strategies=sorted({s for _, s in systems}),
         levels=levels, universe={k: len(v) for k, v in uni.items()}, headline=headline, waterfalls=waterfalls,
-        kernel_changes=kernel_changes, by_turn=by_turn, kernels=kernels, notes=notes,
+        kernel_changes=kernel_changes, by_turn=by_turn, kernels=kernels, audit=audit, notes=notes,
     )
     if compare is not None:
         other = build_report(compare, protocols=protocols, turn_policy=turn_policy, resamples=0, seed=seed,

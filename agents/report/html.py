@@ -13,6 +13,7 @@ import jinja2
 from markupsafe import Markup
 
 from .. import metrics as M
+from . import audit as A
 from . import text as T
 from .build import ALL, Report
 from .plots import render_all
@@ -110,6 +111,29 @@ protocols {{ rep.protocols|join(", ") }} · generated {{ rep.generated_at }}</p>
 <td class="l">{{ k.verdict_changed_at or k.fast_1_changed_at or k.largest_speedup_move_at }}</td><td class="l">{{ k.explanation }}</td></tr>
 {% endfor %}
 </table>
+
+<h2 id="audit">Audit: kernels whose verdict changed ({{ rep.audit|length }})</h2>
+<p class="muted">Every evaluated turn whose naive and verified verdicts differ: the first waterfall step that changes
+the verdict, the failing trials, the parameter mapping used for the perturbed parameters and every failed guard
+(the same blocks as <code>python -m agents.report RUN --audit</code>).</p>
+{% for e in rep.audit %}
+<div class="audit" id="audit-{{ loop.index }}">
+<h3><a href="#k-{{ anchor(e) }}">{{ e.problem_id }}</a> · {{ sysname(e.model, e.strategy) }} · sample {{ e.sample }} · turn {{ e.turn }}{% if not e.final %} <span class="ci">(not final)</span>{% endif %}{% if e.candidate_hash %} <span class="ci">candidate {{ e.candidate_hash[:12] }}</span>{% endif %}</h3>
+<table>
+<tr><th class="l">verdict</th><td class="l">naive <span class="v-{{ e.naive_verdict }}">{{ e.naive_verdict }}</span> {{ x(e.naive_speedup) }} → verified <span class="v-{{ e.verified_verdict }}">{{ e.verified_verdict }}</span> {{ x(e.verified_speedup) }}</td></tr>
+<tr><th class="l">responsible step</th><td class="l"><b>{{ e.step }}</b>: {{ e.change }} <span class="muted">({{ e.step_label }})</span>{% for s in e.path[1:] %}<br>then {{ s.step }}: {{ s.before }} → {{ s.after }}{% endfor %}</td></tr>
+{% if e.status != "ok" %}<tr><th class="l">status</th><td class="l">{{ e.status }}: {{ e.error or "" }}</td></tr>{% endif %}
+<tr><th class="l">failing trials</th><td class="l">{% if e.failing_trials %}
+<table><tr><th class="l">set</th><th class="l">distribution</th><th>seed</th><th class="l">params</th><th>max abs</th><th>max rel</th><th>needs tol</th><th>allowed</th><th>TF32 baseline error</th><th>k × TF32</th><th class="l">fails from</th><th class="l">why</th></tr>
+{% for t in e.failing_trials %}<tr><td class="l">{{ t.trials }}</td><td class="l">{{ t.distribution }}</td><td>{{ t.seed }}</td><td class="l">{{ t.params }}</td><td>{{ g(t.max_abs) }}</td><td>{{ g(t.max_rel) }}</td><td>{{ g(t.needed_tolerance) }}</td><td>{{ g(t.tolerance) }}</td><td>{{ g(t.tf32_baseline_max_abs) }}</td><td>{{ g(t.tf32_allowance) }}</td><td class="l">{{ t.first_fails_at or "-" }}</td><td class="l">{{ t.why }}</td></tr>
+{% endfor %}</table>{% else %}none{% endif %}</td></tr>
+<tr><th class="l">parameters</th><td class="l">{{ params_line(e.params) }}</td></tr>
+<tr><th class="l">failed guards</th><td class="l">{% for gd in e.failed_guards %}<span class="{{ 'fail' if gd.counted else 'muted' }}">{{ guard_line(gd) }}</span>{% if not loop.last %}<br>{% endif %}{% else %}none{% endfor %}</td></tr>
+</table>
+</div>
+{% else %}
+<p>No kernel's verdict differs between the two protocols.</p>
+{% endfor %}
 
 <h2 id="plots">Plots</h2>
 <div class="plots">
@@ -215,6 +239,7 @@ def render_html(rep: Report, plots: dict[str, bytes] | None = None) -> str:
         changes=changes, strategy_rows=[r for r in rep.headline if r.level == ALL],
         plots={k: base64.b64encode(v).decode() for k, v in plots.items()},
         x=T.x, pct=T.pct, ci=ci, guards=lambda s: T.guards_cell(s, limit=6),
+        g=A.g, params_line=A.params_line, guard_line=A.guard_line,
         first=lambda by: next(v for v in by.values() if v is not None),
         sysname=lambda m, s: T.system(rep, m, s),
         anchor=lambda k: f"{k.model}-{k.strategy}-{k.problem_id}-{k.sample}".replace("/", "-").replace(" ", "_"),
