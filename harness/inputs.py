@@ -26,6 +26,14 @@ class TrialSpec:
     params: str  # 'default' | 'perturbed'
 
 
+def forward_seed(input_seed: int) -> int:
+    """The RNG seed both sides set before a forward pass (dropout and the like draw the same numbers). A
+    one-way function of the input seed: the candidate process gets this, never the seed of its inputs."""
+    import hashlib
+
+    return int.from_bytes(hashlib.sha256(f"kv-forward-{input_seed}".encode()).digest()[:4], "little") & 0x7FFFFFFF
+
+
 def kernelbench_trial_seeds(n: int) -> list[int]:
     """KernelBench's per-trial seeds: seed 42, then one randint draw per trial."""
     g = torch.Generator().manual_seed(KERNELBENCH_SEED)

@@ -26,7 +26,17 @@ class EvalSettings(BaseModel):
                                  "start event, so the host's launch latency (it varied by process) stays out of the "
                                  "interval; host time beyond it still counts. 0: start on an idle device, as KernelBench")
     timing_input_sets: int = Field(3, description="rotating input sets for verified timing (distinct pointers)")
-    expected_bytes_budget: int = Field(8 * 2**30, description="disk for expected outputs; fewer trials beyond it")
+    expected_bytes_budget: int = Field(
+        8 * 2**30, description="memory the judge keeps expected outputs in (on the evaluation device), per problem; "
+                               "beyond it they are recomputed when needed. Nothing is written to disk")
+    max_judges: int = Field(2, ge=1, description="judges (one per problem, each holding its expected outputs) an "
+                                                 "Evaluator keeps alive; the least recently used one ends first")
+    timed_check_fraction: float = Field(
+        0.1, gt=0, le=1, description="share of timed calls whose output the judge checks at the verified tolerance, "
+                                     "picked after each call returned (the output is captured before the pick)")
+    memory_limit_bytes: int | None = Field(
+        None, description="host memory (RSS of the candidate and every descendant) beyond which the evaluation is "
+                          "stopped with a runtime_error; None: half of the machine's memory")
     build_timeout_s: float = 900.0
     build_niceness: int = Field(
         10, ge=0, le=19, description="CPU priority of build processes and their compilers below the candidate "
@@ -68,4 +78,5 @@ class JobSpec(BaseModel):
     extensions_dir: str = ""
     settings: EvalSettings = Field(default_factory=EvalSettings)
     result_fd: int = -1
+    judge_fd: int = -1
     nonce: str = ""

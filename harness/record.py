@@ -147,6 +147,9 @@ class MeasurementRecord(BaseModel):
     gpu_index: int | None = Field(None, description="the physical GPU (CUDA_VISIBLE_DEVICES) a pool worker pinned it to")
     phase_seconds: dict[str, float] = Field(
         default_factory=dict, description="reference, startup, load (incl. import/build hit), init, correctness, timing")
+    param_mapping: dict[str, str] | None = Field(
+        None, description="candidate tensor -> reference parameter that received the same perturbed values")
+    perturbation_skipped: str | None = Field(None, description="why no parameter was perturbed for this kernel")
     naive_trials: list[TrialResult] = Field(default_factory=list)
     verified_trials: list[TrialResult] = Field(default_factory=list)
     guards: list[GuardOutcome] = Field(default_factory=list)

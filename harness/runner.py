@@ -15,10 +15,13 @@ import json
 import os
 import secrets
 import shutil
+import socket
+import subprocess
 import tempfile
 import threading
 import time
 import weakref
+from collections import OrderedDict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -29,12 +32,15 @@ import problems as P
 
 from .build import build_env, usable_cpus
 from .candidate import source_hash
+from .errors import HarnessError
 from .job import EvalSettings, JobSpec
 from .protocols import PROTOCOLS, Protocol, ProtocolResult, score
 from .record import Environment, GuardOutcome, MeasurementRecord, Memory, Timing, TrialResult
 from .roofline_bound import roofline_for
-from .sandbox import Child, kill_group, run_module, spawn_module, wait_child
+from .sandbox import Child, default_memory_limit, kill_group, run_module, spawn_module, tail, wait_child
 from .static_scan import scan
+from .stats import summarize
+from .wire import Conn, WireError
 
 DEFAULT_CACHE = Path(os.environ.get("KV_CACHE_DIR", Path.home() / ".cache" / "kernelverify"))
 
@@ -111,13 +117,29 @@ def _clear_torch_batons(ext: Path) -> None:
         stale.unlink(missing_ok=True)
 
 
-class _Spare(NamedTuple):
-    """A candidate process started ahead of its job, with its working folder and result pipe."""
+class _Slot(NamedTuple):
+    """A candidate process's working folder, its result pipe (read end, write end) and its link to the
+    judge (the candidate's end, the judge's end): the judge gets its end when the job starts."""
 
-    child: Child
     work: Path
     read_fd: int
     write_fd: int
+    cand_sock: socket.socket
+    judge_sock: socket.socket
+
+    def close_fds(self) -> None:
+        for fd in (self.read_fd, self.write_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.cand_sock.close()
+        self.judge_sock.close()
+
+
+class _Spare(NamedTuple):
+    """A candidate process started ahead of its job, with its slot."""
+
+    child: Child
+    slot: _Slot
 
     def discard(self) -> None:
         kill_group(self.child.proc)
@@ -125,9 +147,30 @@ class _Spare(NamedTuple):
         with contextlib.suppress(OSError):
             if self.child.proc.stdin is not None:
                 self.child.proc.stdin.close()
-        for fd in (self.read_fd, self.write_fd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
+        self.slot.close_fds()
+        shutil.rmtree(self.slot.work, ignore_errors=True)
+
+
+class _JudgeHandle:
+    """A running judge (``harness.judge``) for one problem: its process and the control connection."""
+
+    def __init__(self, problem_id: str, child: Child, conn: Conn, environment: dict, work: Path) -> None:
+        self.problem_id, self.child, self.conn, self.environment, self.work = problem_id, child, conn, environment, work
+        self.lock = threading.Lock()
+
+    def alive(self) -> bool:
+        return self.child.proc.poll() is None
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.conn.send("close")
+        try:
+            self.child.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        kill_group(self.child.proc)
+        self.child.proc.wait()
+        self.conn.close()
         shutil.rmtree(self.work, ignore_errors=True)
 
 
@@ -148,13 +191,15 @@ class Evaluator:
         # Reference outputs and work folders live here (tens of MB per problem): removed on close, and
         # also when an evaluator nobody closed is collected or the interpreter exits.
         self._remove_tmp = None if keep_temp else weakref.finalize(self, shutil.rmtree, self._tmp_root, True)
-        self._refs: dict[str, tuple[Path, JobSpec, dict]] = {}
+        self._judges: OrderedDict[str, _JudgeHandle] = OrderedDict()
         self._lock = threading.Lock()
         self._spare: _Spare | None = None
         self._ref_locks: dict[str, threading.Lock] = {}
+        self._close_judges = weakref.finalize(self, _close_all, self._judges)
 
     def close(self) -> None:
         self._discard_spare()
+        self._close_judges()
         if self._remove_tmp is not None:
             self._remove_tmp()
 
@@ -219,37 +264,73 @@ class Evaluator:
     def _problem(self, problem_id: str) -> P.Problem:
         return P.load(problem_id, self.problems_dir)
 
-    def reference(self, problem: P.Problem) -> tuple[Path, JobSpec, dict]:
+    def _base_job(self, problem: P.Problem) -> JobSpec:
+        """What every process of this problem is told; seeds are added for the judge alone."""
+        return JobSpec(problem_id=problem.id, problem_source=problem.source(self.size), size=self.size,
+                       device=self.device, domains={k: str(v) for k, v in problem.meta.domains.items()},
+                       settings=self.settings)
+
+    def judge(self, problem: P.Problem) -> _JudgeHandle:
+        """The running judge of ``problem``, started (seeds drawn now, reference built) on first use. At most
+        ``settings.max_judges`` run at once: the least recently used one ends first, and its expected
+        outputs with it."""
         with self._lock:
             lock = self._ref_locks.setdefault(problem.id, threading.Lock())
         with lock:
-            if problem.id in self._refs:
-                return self._refs[problem.id]
-            ref_dir = Path(tempfile.mkdtemp(prefix="ref-", dir=self._tmp_root))
-            job = JobSpec(
-                problem_id=problem.id, problem_source=problem.source(self.size), size=self.size, device=self.device,
-                domains={k: str(v) for k, v in problem.meta.domains.items()},
-                fresh_seeds=[secrets.randbelow(2**31 - 1) for _ in range(self.settings.verified_base_trials + 4 + self.settings.timing_input_sets)],
-                perturb_seed=secrets.randbelow(2**31 - 1), ref_dir=str(ref_dir), work_dir=str(ref_dir),
-                settings=self.settings,
-            )
-            (ref_dir / "job.json").write_text(job.model_dump_json())
-            res = run_module("harness.reference", [str(ref_dir / "job.json")], cwd=ref_dir,
-                             env=_child_env(self.cache_dir / "extensions" / "_reference", self.device, self.gpu_index),
-                             timeout_s=self.settings.reference_timeout_s, max_file_bytes=2**40, isolate_network=False)
-            summary_path = ref_dir / "summary.json"
-            if res.timed_out or res.returncode != 0 or not summary_path.exists():
-                raise RuntimeError(f"reference for {problem.id} failed: {res.stderr_tail[-2000:] or res.signal_name}")
-            summary = json.loads(summary_path.read_text())
-            self._refs[problem.id] = (ref_dir, job, summary)
-            return self._refs[problem.id]
+            with self._lock:
+                handle = self._judges.get(problem.id)
+                if handle is not None and handle.alive():
+                    self._judges.move_to_end(problem.id)
+                    return handle
+                if handle is not None:
+                    del self._judges[problem.id]
+            handle = self._start_judge(problem)
+            with self._lock:
+                self._judges[problem.id] = handle
+                old = []
+                while len(self._judges) > self.settings.max_judges:
+                    old.append(self._judges.popitem(last=False)[1])
+            for h in old:
+                with h.lock:
+                    h.close()
+            return handle
+
+    def _start_judge(self, problem: P.Problem) -> _JudgeHandle:
+        n_seeds = self.settings.verified_base_trials + 4 + self.settings.timing_input_sets
+        job = self._base_job(problem).model_copy(update=dict(
+            fresh_seeds=[secrets.randbelow(2**31 - 1) for _ in range(n_seeds)], perturb_seed=secrets.randbelow(2**31 - 1)))
+        work = Path(tempfile.mkdtemp(prefix="judge-", dir=self._tmp_root))
+        mine, theirs = socket.socketpair()
+        try:
+            # Not tied to the starting thread's life (PR_SET_PDEATHSIG would end it with a pool thread):
+            # it ends when its control connection closes, which the kernel does when this process dies.
+            child = spawn_module("harness.judge", [str(theirs.fileno())], cwd=work,
+                                 env=_child_env(self.cache_dir / "extensions" / "_reference", self.device, self.gpu_index),
+                                 max_file_bytes=self.settings.max_output_file_bytes, isolate_network=False,
+                                 pass_fds=(theirs.fileno(),), die_with_parent=False)
+        finally:
+            theirs.close()
+        conn = Conn(mine)
+        try:
+            conn.send("job", job.model_dump(mode="json"))
+            kind, payload = conn.recv(timeout=self.settings.reference_timeout_s)
+        except WireError as exc:
+            kind, payload = "failed", f"{exc}"
+        if kind != "ready":
+            kill_group(child.proc)
+            child.proc.wait()
+            conn.close()
+            err = tail(child.err_path, 2000)
+            shutil.rmtree(work, ignore_errors=True)
+            raise RuntimeError(f"reference for {problem.id} failed: {payload or ''} {err}".strip())
+        return _JudgeHandle(problem.id, child, conn, (payload or {}).get("environment") or {}, work)
 
     def prepare(self, problem_id: str) -> bool:
         """Compute (or find) a problem's reference outputs now, so a later ``evaluate`` of it skips that
         step. A pool calls it while candidates are still compiling, when the GPU would sit idle. False
         when that failed: the evaluation then tries again and reports the failure to its candidate."""
         try:
-            self.reference(self._problem(problem_id))
+            self.judge(self._problem(problem_id))
         except Exception:  # noqa: BLE001 - reported by the evaluation that needs it
             return False
         return True
@@ -278,16 +359,18 @@ class Evaluator:
         built = build or self.build(source)
         record.build_seconds, record.build_cached = built.seconds, built.cached
         if not built.ok:
+            if _disk_full(built.error, self.cache_dir):
+                raise HarnessError(f"the build ran out of disk (not the candidate's fault): {built.error[-500:]}")
             record.status = "timeout" if built.timed_out else "compile_error"
             record.failed_phase, record.error = "build", built.error[-4000:]
             record.eval_seconds = time.perf_counter() - started
             return record
 
         t_ref = time.perf_counter()
-        ref_dir, ref_job, summary = self.reference(problem)
+        judge = self.judge(problem)
         record.phase_seconds["reference"] = time.perf_counter() - t_ref
-        if summary.get("environment"):
-            record.environment = Environment.model_validate(summary["environment"])
+        if judge.environment:
+            record.environment = Environment.model_validate(judge.environment)
         try:
             name = record.environment.device_name if record.environment else ""
             record.roofline = roofline_for(problem, self.size, self.device, name)
@@ -300,19 +383,39 @@ class Evaluator:
             # evaluation wait until its time limit.
             with _source_lock(ext):
                 _clear_torch_batons(ext)
+        with judge.lock:
+            self._measure_with(judge, record, source, problem, ext)
+        record.eval_seconds = time.perf_counter() - started
+        return record
+
+    def _measure_with(self, judge: _JudgeHandle, record: MeasurementRecord, source: str, problem: P.Problem,
+                      ext: Path) -> None:
         spare = self._take_spare()
-        work, read_fd, write_fd = (spare.work, spare.read_fd, spare.write_fd) if spare is not None else self._new_slot()
+        slot = spare.slot if spare is not None else self._new_slot()
         record.worker_prespawned = spare is not None
         nonce = secrets.token_hex(16)
-        job = ref_job.model_copy(update=dict(candidate_source=source, candidate_hash=record.candidate_hash,
-                                             work_dir=str(work), extensions_dir=str(ext), result_fd=write_fd, nonce=nonce))
-        (work / "job.json").write_text(job.model_dump_json())
+        # The candidate's job holds no seed, no perturbation and no expected output: those stay in the judge.
+        job = self._base_job(problem).model_copy(update=dict(
+            candidate_source=source, candidate_hash=record.candidate_hash, work_dir=str(slot.work),
+            extensions_dir=str(ext), result_fd=slot.write_fd, judge_fd=slot.cand_sock.fileno(), nonce=nonce))
+        (slot.work / "job.json").write_text(job.model_dump_json())
+        try:
+            judge.conn.send("serve", fds=[slot.judge_sock.fileno()])
+        except WireError as exc:
+            self._drop_judge(judge)
+            if spare is not None:
+                spare.discard()
+            else:
+                slot.close_fds()
+            raise HarnessError(f"the judge of {problem.id} is gone: {exc}") from exc
+        slot.judge_sock.close()
         messages: list[dict] = []
 
         def reader(proc, deadline):
-            os.close(write_fd)
+            os.close(slot.write_fd)
+            slot.cand_sock.close()  # only the candidate process holds its end now: its death is the judge's EOF
             buf = b""
-            with os.fdopen(read_fd, "rb", buffering=0) as f:
+            with os.fdopen(slot.read_fd, "rb", buffering=0) as f:
                 while True:
                     chunk = f.read(65536)
                     if not chunk:
@@ -338,40 +441,53 @@ class Evaluator:
                 self._refill_spare()
 
         t_worker = time.perf_counter()
-        timeout_s = self.settings.eval_timeout_s + self.settings.build_timeout_s
+        timeout_s = self.settings.eval_timeout_s + (self.settings.build_timeout_s if _builds_ahead(source) else 0.0)
+        cap = self.settings.memory_limit_bytes or default_memory_limit()
         if spare is not None:
             try:
-                spare.child.proc.stdin.write(f"{work / 'job.json'}\n".encode())
+                spare.child.proc.stdin.write(f"{slot.work / 'job.json'}\n".encode())
                 spare.child.proc.stdin.close()
-            except OSError:  # it died just now: start a fresh process for this job instead
+            except OSError:  # it died just now: its socket end is gone with it, the judge session ends
                 spare.discard()
-                spare = None
-                record.worker_prespawned = False
-                work, read_fd, write_fd = self._new_slot()  # the reader reads these names when it starts
-                job = job.model_copy(update=dict(work_dir=str(work), result_fd=write_fd))
-                (work / "job.json").write_text(job.model_dump_json())
-        if spare is not None:
+                raise HarnessError("a pre-started candidate process died before its job") from None
             # Its clock starts now, at the job, not when it was started.
-            res = wait_child(spare.child, timeout_s, on_start, started=t_worker)
+            res = wait_child(spare.child, timeout_s, on_start, started=t_worker, memory_cap=cap)
         else:
-            res = run_module("harness.worker", [str(work / "job.json")], cwd=work,
+            res = run_module("harness.worker", [str(slot.work / "job.json")], cwd=slot.work,
                              env=_child_env(ext, self.device, self.gpu_index), timeout_s=timeout_s,
-                             max_file_bytes=self.settings.max_output_file_bytes, pass_fds=(write_fd,), on_start=on_start)
+                             max_file_bytes=self.settings.max_output_file_bytes,
+                             pass_fds=(slot.write_fd, slot.cand_sock.fileno()), on_start=on_start, contain=True,
+                             memory_cap=cap)
         if t["thread"] is not None:
             t["thread"].join(timeout=10)
-        self._assemble(record, messages, res)
+        try:
+            kind, verdicts = judge.conn.recv(timeout=120)
+        except WireError as exc:
+            self._drop_judge(judge)
+            raise HarnessError(f"the judge of {problem.id} did not report: {exc}") from exc
+        if kind != "result" or not isinstance(verdicts, dict) or verdicts.get("harness_error"):
+            self._drop_judge(judge)
+            raise HarnessError(str((verdicts or {}).get("harness_error") if isinstance(verdicts, dict) else verdicts))
+        self._assemble(record, messages, res, verdicts)
         record.phase_seconds.update(_phase_durations(messages, t_worker, t_worker + res.seconds))
         record.stdout_tail = (res.stdout_tail or "")[-2000:]
-        record.eval_seconds = time.perf_counter() - started
+        if record.status in ("compile_error", "runtime_error") and _disk_full(record.error or "", slot.work):
+            raise HarnessError(f"the evaluation ran out of disk (not the candidate's fault): {(record.error or '')[-500:]}")
         if not self.keep_temp:
-            shutil.rmtree(work, ignore_errors=True)
-        return record
+            shutil.rmtree(slot.work, ignore_errors=True)
+
+    def _drop_judge(self, judge: _JudgeHandle) -> None:
+        with self._lock:
+            if self._judges.get(judge.problem_id) is judge:
+                del self._judges[judge.problem_id]
+        judge.close()
 
     # -- candidate processes, fresh or pre-started ------------------------------------------------
-    def _new_slot(self) -> tuple[Path, int, int]:
-        """A private working folder and the result pipe (read end, write end) for one candidate process."""
+    def _new_slot(self) -> _Slot:
         read_fd, write_fd = os.pipe()
-        return Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root)), read_fd, write_fd
+        cand, judge = socket.socketpair()
+        cand.set_inheritable(True)
+        return _Slot(Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root)), read_fd, write_fd, cand, judge)
 
     def _refill_spare(self) -> None:
         """Start a worker that imports torch and the harness, then waits on stdin for its job. Started
@@ -379,19 +495,18 @@ class Evaluator:
         with self._lock:
             if self._spare is not None:
                 return
-        work, read_fd, write_fd = self._new_slot()
+        slot = self._new_slot()
         try:
             # TORCH_EXTENSIONS_DIR is set per job by the worker (wait_for_job), from the job file.
-            child = spawn_module("harness.worker", ["--spare"], cwd=work,
+            child = spawn_module("harness.worker", ["--spare"], cwd=slot.work,
                                  env=_child_env(self.cache_dir / "extensions" / "_spare", self.device, self.gpu_index),
-                                 max_file_bytes=self.settings.max_output_file_bytes, pass_fds=(write_fd,),
-                                 stdin_pipe=True)
+                                 max_file_bytes=self.settings.max_output_file_bytes,
+                                 pass_fds=(slot.write_fd, slot.cand_sock.fileno()), stdin_pipe=True, contain=True)
         except OSError:
-            os.close(read_fd)
-            os.close(write_fd)
-            shutil.rmtree(work, ignore_errors=True)
+            slot.close_fds()
+            shutil.rmtree(slot.work, ignore_errors=True)
             return
-        spare = _Spare(child, work, read_fd, write_fd)
+        spare = _Spare(child, slot)
         with self._lock:
             spare, self._spare = (spare, self._spare) if self._spare is not None else (None, spare)
         if spare is not None:  # another thread refilled it meanwhile: keep one
@@ -414,7 +529,21 @@ class Evaluator:
             spare.discard()
 
     @staticmethod
-    def _assemble(record: MeasurementRecord, messages: list[dict], res) -> None:
+    def _assemble(record: MeasurementRecord, messages: list[dict], res, verdicts: dict) -> None:
+        """The record from the judge's findings (trials, its guards, the mapping) and the candidate process's
+        messages (phases, timing samples, in-process guard evidence)."""
+        record.naive_trials = [TrialResult.model_validate(x) for x in verdicts.get("naive_trials", [])]
+        record.verified_trials = [TrialResult.model_validate(x) for x in verdicts.get("verified_trials", [])]
+        record.guards.extend(GuardOutcome.model_validate(x) for x in verdicts.get("guards", []))
+        mapping = verdicts.get("mapping") or {}
+        record.param_mapping = mapping.get("pairs") if mapping else None
+        record.perturbation_skipped = mapping.get("skipped") if mapping else None
+        if mapping.get("reference_only"):
+            record.provenance.notes.append("perturbed in the reference only (the candidate holds no tensor for them): "
+                                           + ", ".join(mapping["reference_only"][:6]))
+        if verdicts.get("reference_precision"):
+            record.provenance.notes.append(f"exact reference computed in {verdicts['reference_precision']}")
+        record.output_dtype = verdicts.get("output_dtype")
         phase = "load"
         done = False
         for m in messages:
@@ -422,33 +551,48 @@ class Evaluator:
             if kind == "phase":
                 phase = payload
                 done = done or payload == "done"
+            elif kind == "harness_error":
+                raise HarnessError(str(payload))
+            elif kind == "judge_link_broken":
+                if any(g.name == "judge_protocol" for g in record.guards):
+                    return  # judged on what reached the judge before the candidate broke the protocol
+                record.status, record.failed_phase = "runtime_error", phase
+                record.error = f"the candidate process lost its link to the judge during {phase}: {payload}"
+                return
             elif kind == "error":
                 record.status = payload["status"]
                 record.failed_phase = payload["phase"]
                 record.error = payload["error"]
                 return
-            elif kind == "naive_trials":
-                record.naive_trials = [TrialResult.model_validate(x) for x in payload]
-            elif kind == "verified_trials":
-                record.verified_trials = [TrialResult.model_validate(x) for x in payload["trials"]]
-                if payload.get("reference_precision"):
-                    record.provenance.notes.append(f"exact reference computed in {payload['reference_precision']}")
-            elif kind == "output_dtype":
+            elif kind == "output_dtype" and record.output_dtype is None:
                 record.output_dtype = payload
             elif kind == "custom_code_called":
                 record.provenance.custom_kernel_called = bool(payload)
             elif kind == "timing":
-                record.timing = Timing.model_validate(payload)
+                record.timing = Timing.model_validate({**payload, **{k: getattr(record.timing, k) for k in _SAMPLED}})
+            elif kind == "timing_samples":
+                for k in _SAMPLED:
+                    if payload.get(k):
+                        setattr(record.timing, k, summarize(payload[k], "naive" if k.startswith("naive") else "verified"))
             elif kind == "memory":
                 record.memory = Memory.model_validate(payload)
-            elif kind == "guards":
-                # extend, not replace: "guard" findings sent earlier (harness_introspection) must survive
-                record.guards.extend(GuardOutcome.model_validate(x) for x in payload)
-            elif kind == "guard":
-                record.guards.append(GuardOutcome.model_validate(payload))
+            elif kind in ("guards", "guard"):
+                # extend, not replace: findings sent earlier (harness_introspection) must survive
+                items = payload if kind == "guards" else [payload]
+                record.guards.extend(GuardOutcome.model_validate(x) for x in items)
+        side = record.guard("no_unsynchronised_side_streams")
+        if side is not None and not side.passed and record.timing.verified_kernel and record.timing.synced_kernel_ms:
+            # the honest number for this kernel is the synced one
+            synced = record.timing.synced_kernel_ms
+            record.timing.verified_kernel = record.timing.verified_kernel.model_copy(
+                update={"median_ms": synced, "mean_ms": synced})
         if done:
             return
-        if res.timed_out:
+        if res.memory_exceeded:
+            record.status, record.failed_phase = "runtime_error", phase
+            record.error = (f"the candidate's processes used {res.memory_exceeded / 2**30:.1f} GiB of host memory, over "
+                            f"the limit (EvalSettings.memory_limit_bytes); stopped during {phase}")
+        elif res.timed_out:
             record.status, record.failed_phase = "timeout", phase
             record.error = f"no result within {res.seconds:.0f} s (stopped during {phase})"
         else:
@@ -457,6 +601,25 @@ class Evaluator:
             record.error = f"candidate process {how} during {phase}\n{res.stderr_tail[-3000:]}"
             if phase == "load":
                 record.status = "compile_error"
+
+
+_SAMPLED = ("naive_kernel", "naive_baseline_fp32", "verified_kernel", "verified_baseline_tf32", "verified_baseline_fp32")
+
+
+def _close_all(judges: dict) -> None:
+    for h in list(judges.values()):
+        h.close()
+    judges.clear()
+
+
+def _disk_full(error: str, where: Path) -> bool:
+    """A failure caused by a full disk: the message says so and the disk is (nearly) full right now."""
+    if "No space left on device" not in error and "ENOSPC" not in error and "errno 28" not in error.lower():
+        return False
+    try:
+        return shutil.disk_usage(where).free < 2 * 2**30
+    except OSError:
+        return True
 
 
 def _builds_ahead(source: str) -> bool:

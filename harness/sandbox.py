@@ -3,8 +3,9 @@
 Enforced: its own process group (killed as a whole on timeout), a wall-clock limit, a cap on file
 size (stdout spam, disk filling), a private working directory, stdout/stderr to files that are never
 parsed, and a network namespace without interfaces where the kernel allows it (root or user
-namespaces). Not enforced: read access to the filesystem, writes outside the working directory by
-path, memory beyond what the GPU or OS itself refuses.
+namespaces). Candidate processes also run contained (``harness.contain``: a pid namespace of their own,
+or a subreaper) under a host-memory cap on their whole process tree. Not enforced: read access to the
+filesystem, writes outside the working directory by path.
 """
 
 from __future__ import annotations
@@ -45,9 +46,10 @@ def _die_with_parent() -> None:
         pass
 
 
-def _preexec(max_file_bytes: int, isolate_network: bool, niceness: int = 0):
+def _preexec(max_file_bytes: int, isolate_network: bool, niceness: int = 0, die_with_parent: bool = True):
     def run() -> None:
-        _die_with_parent()
+        if die_with_parent:
+            _die_with_parent()
         if niceness:
             os.nice(niceness)
             # With autogroup scheduling (Linux's default on desktops and many VMs) each session gets
@@ -70,6 +72,7 @@ class ChildResult:
     seconds: float
     stdout_tail: str
     stderr_tail: str
+    memory_exceeded: int | None = None  # bytes of RSS seen when the tree was stopped for it
 
     @property
     def signal_name(self) -> str | None:
@@ -115,30 +118,85 @@ class Child:
 
 def spawn_module(module: str, args: list[str], *, cwd: Path, env: dict[str, str], max_file_bytes: int,
                  isolate_network: bool = True, pass_fds: tuple[int, ...] = (), stdin_pipe: bool = False,
-                 niceness: int = 0) -> Child:
+                 niceness: int = 0, contain: bool = False, die_with_parent: bool = True) -> Child:
     """Start ``python -m module args`` sandboxed and return at once. With ``stdin_pipe`` the parent
     can write to its stdin (a pre-started worker waits there for its job). ``niceness`` lowers its
-    CPU priority (and its children's: compilers) below the evaluator's other processes."""
+    CPU priority (and its children's: compilers) below the evaluator's other processes. ``contain``
+    runs it through ``harness.contain`` (candidate code: its descendants end with it, it cannot reach
+    this process)."""
     out_path, err_path = cwd / f"{module}.stdout", cwd / f"{module}.stderr"
+    argv = [sys.executable, "-m", module, *args]
+    if contain:
+        argv = [sys.executable, "-m", "harness.contain", module, *args]
+        env = {**env, "KV_CONTAIN_NET": "1" if isolate_network else ""}
+        isolate_network = False  # the container makes the network namespace with the others
     with out_path.open("wb") as out, err_path.open("wb") as err:  # the child keeps its own copies
         proc = subprocess.Popen(
-            [sys.executable, "-m", module, *args], cwd=cwd, env=env, stdout=out, stderr=err,
+            argv, cwd=cwd, env=env, stdout=out, stderr=err,
             stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL, start_new_session=True,
-            pass_fds=pass_fds, preexec_fn=_preexec(max_file_bytes, isolate_network, niceness),
+            pass_fds=pass_fds, preexec_fn=_preexec(max_file_bytes, isolate_network, niceness, die_with_parent),
         )
     return Child(proc, out_path, err_path, time.perf_counter())
 
 
-def wait_child(child: Child, timeout_s: float, on_start=None, started: float | None = None) -> ChildResult:
+def _children(pid: int) -> list[int]:
+    out: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return out
+    for tid in tasks:
+        with contextlib.suppress(OSError, ValueError):
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                out.extend(int(x) for x in f.read().split())
+    return out
+
+
+def tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and every descendant (orphans re-parented inside a contained tree included)."""
+    total, seen, stack = 0, set(), [pid]
+    page = os.sysconf("SC_PAGE_SIZE")
+    while stack:
+        p = stack.pop()
+        if p in seen:
+            continue
+        seen.add(p)
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            with open(f"/proc/{p}/statm") as f:
+                total += int(f.read().split()[1]) * page
+        stack.extend(_children(p))
+    return total
+
+
+def default_memory_limit() -> int:
+    """Half of the machine's memory."""
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2
+
+
+def wait_child(child: Child, timeout_s: float, on_start=None, started: float | None = None,
+               memory_cap: int | None = None) -> ChildResult:
     """Wait for ``child`` at most ``timeout_s`` from ``started`` (default: its start), then kill its
-    whole process group, whatever it left running. ``on_start(proc, deadline)`` may read pipes."""
+    whole process group, whatever it left running. ``on_start(proc, deadline)`` may read pipes.
+    ``memory_cap``: stop the tree once its resident memory exceeds this many bytes."""
     proc = child.proc
     start = child.started if started is None else started
     timed_out = False
+    exceeded = None
     try:
         if on_start is not None:
             on_start(proc, start + timeout_s)
-        proc.wait(timeout=max(0.1, start + timeout_s - time.perf_counter()))
+        deadline = start + timeout_s
+        while True:
+            left = deadline - time.perf_counter()
+            try:
+                proc.wait(timeout=max(0.01, min(0.2, left)) if memory_cap else max(0.1, left))
+                break
+            except subprocess.TimeoutExpired:
+                if time.perf_counter() >= deadline:
+                    raise
+                if memory_cap and (rss := tree_rss(proc.pid)) > memory_cap:
+                    exceeded = rss
+                    break
     except subprocess.TimeoutExpired:
         timed_out = True
     finally:
@@ -150,13 +208,14 @@ def wait_child(child: Child, timeout_s: float, on_start=None, started: float | N
     return ChildResult(
         returncode=None if timed_out else proc.returncode, timed_out=timed_out,
         seconds=time.perf_counter() - start, stdout_tail=tail(child.out_path), stderr_tail=tail(child.err_path),
+        memory_exceeded=exceeded,
     )
 
 
 def run_module(module: str, args: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
                max_file_bytes: int, isolate_network: bool = True, pass_fds: tuple[int, ...] = (),
-               on_start=None, niceness: int = 0) -> ChildResult:
+               on_start=None, niceness: int = 0, contain: bool = False, memory_cap: int | None = None) -> ChildResult:
     """Run ``python -m module args`` sandboxed; ``on_start(proc)`` may read pipes while it runs."""
     child = spawn_module(module, args, cwd=cwd, env=env, max_file_bytes=max_file_bytes,
-                         isolate_network=isolate_network, pass_fds=pass_fds, niceness=niceness)
-    return wait_child(child, timeout_s, on_start)
+                         isolate_network=isolate_network, pass_fds=pass_fds, niceness=niceness, contain=contain)
+    return wait_child(child, timeout_s, on_start, memory_cap=memory_cap)

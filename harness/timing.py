@@ -20,18 +20,11 @@ from dataclasses import dataclass, field
 
 from .device import Clock, DeviceOps
 from .record import TimingStats
+from .stats import summarize
 
 
-def summarize(samples: list[float], method: str) -> TimingStats:
-    s = sorted(samples)
-    q = statistics.quantiles(s, n=4) if len(s) >= 2 else [s[0]] * 3
-    return TimingStats(
-        method=method, n=len(s), mean_ms=statistics.fmean(s), median_ms=statistics.median(s),
-        std_ms=statistics.pstdev(s) if len(s) > 1 else 0.0, min_ms=s[0], max_ms=s[-1], p25_ms=q[0], p75_ms=q[2],
-    )
-
-
-def time_naive(fn: Callable[[], object], ops: DeviceOps, warmup: int = 3, trials: int = 100) -> TimingStats:
+def naive_samples(fn: Callable[[], object], ops: DeviceOps, warmup: int = 3, trials: int = 100) -> list[float]:
+    """KernelBench's loop; the raw samples (the parent summarizes them)."""
     clock = Clock(ops)
     for _ in range(warmup):
         fn()
@@ -41,7 +34,11 @@ def time_naive(fn: Callable[[], object], ops: DeviceOps, warmup: int = 3, trials
         ops.sync()
         ms, _ = clock.interval(fn, sync_before_end=False)
         samples.append(ms)
-    return summarize(samples, "naive")
+    return samples
+
+
+def time_naive(fn: Callable[[], object], ops: DeviceOps, warmup: int = 3, trials: int = 100) -> TimingStats:
+    return summarize(naive_samples(fn, ops, warmup, trials), "naive")
 
 
 @dataclass
@@ -102,11 +99,11 @@ def time_verified(subjects: list[Subject], n_sets: int, ops: DeviceOps, budget: 
                 ops.sync()
                 t0 = time.perf_counter()
                 ms, out = clock.interval(functools.partial(s.fn, idx), sync_before_end=False, lead_us=budget.launch_lead_us)
+                s.samples.append(ms)
                 if s.on_output is not None:
                     s.on_output(idx, out)
                 del out
                 spent[s.name] += time.perf_counter() - t0
-                s.samples.append(ms)
 
 
 def _done(s: Subject, spent: float, b: VerifiedBudget) -> bool:

@@ -14,22 +14,23 @@ import sys
 import threading
 import time
 import traceback
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from problems.domains import Domain
-from problems.module import exec_source, forward_arg_names
+from problems.module import exec_source
 
 from . import guards as G
-from .compare import error_stats
 from .device import DeviceOps
-from .inputs import load_matching, make_inputs, perturbed_parameters
+from .inputs import KERNELBENCH_SEED
 from .job import JobSpec
-from .record import GuardOutcome, Memory, Timing, TrialResult
-from .reference import build_model, tf32, trial_plan
-from .timing import Subject, VerifiedBudget, event_vs_synced, summarize, time_naive, time_verified
+from .record import GuardOutcome, Memory, Timing
+from .reference import build_model, tf32
+from .shm import DTYPES, SharedBuffer, dtype_name, unpack_args
+from .timing import Subject, VerifiedBudget, event_vs_synced, naive_samples, time_verified
+from .wire import Conn, WireError
 
 
 class Channel:
@@ -173,74 +174,378 @@ def _same_storage(a: Any, b: Any) -> bool:
         return False
 
 
-def _rewritten_inputs(name: str, model, ref_model, timing_inputs: list[list[Any]], ops: DeviceOps, *,
-                      hold_us: float, stale: str, raised: str) -> GuardOutcome:
-    """Overwrite input set 0's tensors in place with set 1's values (same objects, same addresses,
-    new contents), call the kernel at once and expect the new answer; set 0 is restored afterwards.
-    ``hold_us`` > 0 queues the copies behind a device-side hold of that length. Compared loosely with
-    the in-process baseline (5e-2): these guards look for stale results, not rounding."""
-    if len(timing_inputs) < 2:
-        return GuardOutcome(name=name, passed=True, applicable=False)
-    target, donor = timing_inputs[0], timing_inputs[1]
+class JudgeLink:
+    """The candidate process's side of the judge's protocol: inputs arrive in shared memory, outputs go back
+    the same way. Everything here runs beside candidate code, so the judge trusts none of it beyond the
+    bytes it reads and the moments messages arrive."""
+
+    def __init__(self, fd: int, device: str) -> None:
+        self.conn = Conn.from_fd(fd)
+        self.device = device
+        kind, hello, fds = self.conn.recv(with_fds=True, timeout=600)
+        if kind != "hello" or not fds:
+            raise WireError("the judge did not say hello")
+        self.plan = hello
+        self.buf = SharedBuffer(fds[0], int(hello["size"]))
+
+    def request(self, kind: str, payload: Any = None) -> dict:
+        self.conn.send(kind, payload)
+        _kind, reply = self.conn.recv(timeout=3600)
+        reply = reply if isinstance(reply, dict) else {}
+        if "size" in reply:
+            self.buf.map(int(reply["size"]))
+        return reply
+
+    def send_output(self, out: Any, offset: int, capacity: int, exc: BaseException | None = None) -> None:
+        if exc is not None:
+            meta = {"type": "exception", "text": _trim(exc)}
+        elif isinstance(out, torch.Tensor):
+            meta = {"type": "tensor", "shape": list(out.shape), "dtype": dtype_name(out.dtype)}
+            if out.numel() * out.element_size() <= capacity:
+                self.buf.write(torch.Tensor._make_subclass(torch.Tensor, out.detach()) if type(out) is not torch.Tensor
+                               else out, offset)
+        else:
+            meta = {"type": "other", "name": type(out).__qualname__}
+        self.conn.send("output", meta)
+        self.conn.recv(timeout=3600)  # the judge's "ok": it has read the bytes
+
+
+@dataclass
+class Ctx:
+    """What the phases share: the job, the channels, the device, the candidate and the guard evidence."""
+
+    job: JobSpec
+    chan: Channel
+    judge: JudgeLink
+    ops: DeviceOps
+    source: str
+    device: str = "cpu"
+    mod: Any = None
+    cand: Any = None
+    model_new: Any = None
+    ref_model: Any = None
+    audit: Any = None
+    snap_before: dict = field(default_factory=dict)
+    guards: list[GuardOutcome] = field(default_factory=list)
+    mutated: list[str] = field(default_factory=list)
+    threads_before: int = 0
+    first_out: Any = None
+    timing_inputs: list[list[Any]] = field(default_factory=list)
+    out_offset: int = 0
+    out_capacity: int = 0
+    l2_limit_before: int | None = None
+    nonalloc0: int = 0
+    nonalloc_peak: int = 0
+
+    def fail(self, status: str, phase: str, exc: BaseException) -> bool:
+        self.chan.send("error", {"status": status, "phase": phase, "error": _trim(exc)})
+        return False
+
+    def track_device_memory(self) -> None:
+        """Device memory the caching allocator does not hold (raw cudaMalloc in an extension), sampled after
+        every call over the candidate's lifetime, not only around one forward."""
+        if self.ops.is_cuda:
+            used = self.ops.used_bytes() or 0
+            self.nonalloc_peak = max(self.nonalloc_peak, used - torch.cuda.memory_reserved())
+
+
+def phase_load(ctx: Ctx) -> bool:
+    ctx.chan.send("phase", "load")
+    ctx.mod = exec_source(ctx.job.problem_source, f"<{ctx.job.problem_id}>")
+    ctx.l2_limit_before = ctx.ops.persisting_l2_limit() if ctx.ops.is_cuda else None  # the device's own setting
+    if ctx.ops.is_cuda:
+        ctx.nonalloc0 = (ctx.ops.used_bytes() or 0) - torch.cuda.memory_reserved()
+        ctx.nonalloc_peak = ctx.nonalloc0
+    ctx.audit = _HarnessIO(ctx.chan, [])
+    sys.addaudithook(ctx.audit.hook)
+    t0 = time.perf_counter()
+    try:
+        from .candidate import import_candidate
+
+        ctx.cand = import_candidate(ctx.source, Path(ctx.job.work_dir))
+        if not hasattr(ctx.cand, "ModelNew"):
+            raise AttributeError("the candidate defines no class ModelNew")
+    except BaseException as exc:  # noqa: BLE001 - any failure to build or import is a compile error
+        return ctx.fail("compile_error", "build", exc)
+    ctx.chan.send("built", {"seconds": time.perf_counter() - t0})
+    return True
+
+
+def phase_init(ctx: Ctx) -> bool:
+    ctx.chan.send("phase", "init")
+    try:
+        torch.manual_seed(KERNELBENCH_SEED)
+        init = ctx.mod.get_init_inputs()
+        torch.manual_seed(KERNELBENCH_SEED)
+        ctx.model_new = ctx.cand.ModelNew(*init)
+        if isinstance(ctx.model_new, torch.nn.Module):
+            ctx.model_new = ctx.model_new.to(ctx.device)
+        ctx.ref_model = build_model(ctx.mod, ctx.device)  # the timing baseline; expected outputs are the judge's
+    except BaseException as exc:  # noqa: BLE001
+        return ctx.fail("runtime_error", "init", exc)
+    ctx.threads_before = threading.active_count()
+    return True
+
+
+def _judged_call(ctx: Ctx, kind: str, index: int) -> tuple[Any, list[Any]]:
+    """Ask the judge for a trial's inputs, call the candidate, hand the output back."""
+    p = ctx.judge.request(kind, {"index": index})
+    inputs = unpack_args(ctx.judge.buf, p.get("args", []), ctx.device)
+    pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+    like = p.get("expected_like") or {}
+    if "numel" in like and like.get("dtype") in DTYPES:
+        _poison(ctx.ops, (int(like["numel"]), DTYPES[like["dtype"]]), float("nan"))
+    out, err = None, None
+    try:
+        torch.manual_seed(int(p.get("forward_seed", 0)))
+        out = ctx.model_new(*inputs)
+        ctx.ops.sync()
+    except BaseException as exc:  # noqa: BLE001
+        err = exc
+    ctx.track_device_memory()
+    ctx.judge.send_output(out, int(p.get("out_offset", 0)), int(p.get("out_capacity", 0)), err)
+    # Inputs unchanged, on every trial (signed hidden inputs expose in-place ops that torch.rand hides).
+    if err is None and not ctx.mutated and (g := G.inputs_unchanged(inputs, pristine)) and not g.passed:
+        ctx.mutated.append(f"{kind} {index}: {g.detail}")
+    return out, inputs
+
+
+def phase_naive_correctness(ctx: Ctx) -> bool:
+    ctx.chan.send("phase", "correctness")
+    for i in range(int(ctx.judge.plan.get("naive", 0))):
+        out, inputs = _judged_call(ctx, "naive_trial", i)
+        if i == 0 and out is not None:
+            ctx.guards.append(G.output_is_plain_tensor(out))
+            ctx.guards.append(G.output_not_aliasing_inputs(out, inputs))
+            ctx.first_out = out
+        del out, inputs
+    # JIT compilers start threads on first call; threads are counted from here on.
+    ctx.threads_before = threading.active_count()
+    return True
+
+
+def _candidate_tensors(model) -> list[tuple[str, Any]]:
+    if not isinstance(model, torch.nn.Module):
+        return []
+    named = [*model.named_parameters(), *model.named_buffers()]
+    return [(n, t) for n, t in named if isinstance(t, torch.Tensor) and t.is_floating_point()]
+
+
+def phase_verified_correctness(ctx: Ctx) -> bool:
+    held = _candidate_tensors(ctx.model_new)
+    p = ctx.judge.request("params", {"params": [[n, list(t.shape)] for n, t in held]})
+    by_name = dict(held)
+    with torch.no_grad():
+        for name, desc in (p.get("values") or {}).items():
+            t = by_name.get(name)
+            if t is not None:
+                t.copy_(ctx.judge.buf.read(desc["tensor"], t.device).to(t.dtype))
+    for i in range(len(ctx.judge.plan.get("verified", []))):
+        out, inputs = _judged_call(ctx, "verified_trial", i)
+        if i == 0 and out is not None:
+            _repeatability(ctx, out, inputs)
+        del out, inputs
+    ctx.guards.append(GuardOutcome(name="inputs_unchanged", passed=not ctx.mutated, detail="; ".join(ctx.mutated)))
+    if ctx.ops.is_cuda:
+        # Persisting-L2 carve-out (T7): only a change from the device's own setting (read before the
+        # candidate loaded) is the candidate's. Timing resets it before every iteration anyway.
+        limit = ctx.ops.persisting_l2_limit()
+        changed = limit is not None and limit != ctx.l2_limit_before
+        ctx.guards.append(GuardOutcome(
+            name="persisting_l2_reset", passed=not changed, severity="suspicious",
+            detail=f"the candidate changed the persisting-L2 limit from {ctx.l2_limit_before} to {limit} B; reset "
+                   "before every timed iteration" if changed else f"persisting-L2 limit unchanged ({limit} B)"))
+    if ctx.first_out is not None:
+        ctx.chan.send("output_dtype", dtype_name(ctx.first_out.dtype) if isinstance(ctx.first_out, torch.Tensor) else None)
+    ctx.first_out = None
+    return True
+
+
+def _repeatability(ctx: Ctx, out: Any, inputs: list[Any]) -> None:
+    """Uninitialised reads: the same inputs again with memory re-poisoned to a different value (evidence
+    only: it can fail a kernel, never pass one the judge failed)."""
+    _poison(ctx.ops, out, 1e4)
+    first = out.detach().clone() if isinstance(out, torch.Tensor) else None
+    del out
+    _poison(ctx.ops, first, -3.0e4)
+    try:
+        again = ctx.model_new(*inputs)
+        ctx.ops.sync()
+        same = isinstance(again, torch.Tensor) and first is not None and again.shape == first.shape and \
+            bool(torch.allclose(again.double(), first.double(), rtol=1e-5, atol=1e-6, equal_nan=True))
+        ctx.guards.append(GuardOutcome(name="repeatable_under_poisoned_memory", passed=same, detail="" if same else
+                                       "two calls on identical inputs disagree after memory was re-poisoned "
+                                       "(uninitialised or stale reads)"))
+    except BaseException as exc:  # noqa: BLE001
+        ctx.guards.append(GuardOutcome(name="repeatable_under_poisoned_memory", passed=False,
+                                       detail=f"second call raised: {exc!r}"[:300]))
+
+
+def phase_provenance(ctx: Ctx) -> bool:
+    p = ctx.judge.request("timing_inputs")
+    ctx.out_offset, ctx.out_capacity = int(p.get("out_offset", 0)), int(p.get("out_capacity", 0))
+    ctx.timing_inputs = [unpack_args(ctx.judge.buf, s, ctx.device) for s in p.get("sets", [])]
+    try:
+        called = _custom_code_called(lambda: ctx.model_new(*ctx.timing_inputs[0]),
+                                     _extension_function_ids(ctx.cand, ctx.job.extensions_dir))
+        ctx.chan.send("custom_code_called", called)
+    except BaseException as exc:  # noqa: BLE001
+        return ctx.fail("runtime_error", "timing", exc)
+    return True
+
+
+def _rewritten_inputs(ctx: Ctx, name: str, hold_us: float) -> None:
+    """Overwrite input set 0's tensors in place with set 1's values (same objects, same addresses, new
+    contents), call the kernel at once and hand the output to the judge, which expects set 1's answer.
+    ``hold_us`` > 0 queues the copies behind a device-side hold of that length."""
+    sets = ctx.timing_inputs
+    if len(sets) < 2:
+        return
+    target, donor = sets[0], sets[1]
     pairs = [(x, d) for x, d in zip(target, donor, strict=True) if isinstance(x, torch.Tensor)
              and isinstance(d, torch.Tensor) and x.shape == d.shape and not torch.equal(x, d)]
-    if not pairs:
-        return GuardOutcome(name=name, passed=True, applicable=False)
+    if not pairs or len(pairs) != sum(isinstance(x, torch.Tensor) for x in target):
+        return
     saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in target]
+    out, err = None, None
     try:
         if hold_us > 0:
-            ops.sync()
-            ops.hold(hold_us)
+            ctx.ops.sync()
+            ctx.ops.hold(hold_us)
         for x, d in pairs:
             x.copy_(d)  # behind the hold, if any, on the caller's stream
-        out = model(*target)
-        ops.sync()
-        with tf32(None):
-            ref = ref_model(*target)
-        if not isinstance(ref, torch.Tensor):
-            return GuardOutcome(name=name, passed=True, applicable=False)
-        st = error_stats(out, ref)
-        ok = st.shape_ok and st.min_tolerance <= 5e-2
-        return GuardOutcome(name=name, passed=ok, detail="" if ok else stale.format(max_abs=st.max_abs))
+        out = ctx.model_new(*target)
+        ctx.ops.sync()
     except BaseException as exc:  # noqa: BLE001
-        return GuardOutcome(name=name, passed=False, detail=f"{raised}: {exc!r}"[:300])
-    finally:
-        ops.sync()
-        for x, v in zip(target, saved, strict=True):
-            if isinstance(x, torch.Tensor):
-                x.copy_(v)
-
-
-def _pointer_poisoning(model, ref_model, timing_inputs: list[list[Any]], ops: DeviceOps) -> GuardOutcome:
-    """Guard ``same_pointer_new_contents`` (T8 pointer poisoning, S9): after the timing loop has called
-    the kernel many times on input set 0, set 0 gets set 1's values in place. A result cache keyed on
-    id(), data_ptr() or shape returns the stale answer."""
-    return _rewritten_inputs(
-        "same_pointer_new_contents", model, ref_model, timing_inputs, ops, hold_us=0.0,
-        stale="inputs overwritten in place with new values: max abs error {max_abs:.3g} (a stale, cached result)",
-        raised="call on overwritten inputs raised")
+        err = exc
+    ctx.judge.conn.send("guard_output", {"guard": name, "expect_set": 1, "hold_us": hold_us})
+    ctx.judge.conn.recv(timeout=600)
+    ctx.judge.send_output(out, ctx.out_offset, ctx.out_capacity, err)
+    del out
+    ctx.ops.sync()
+    for x, v in zip(target, saved, strict=True):
+        if isinstance(x, torch.Tensor):
+            x.copy_(v)
 
 
 # Long enough that work a candidate starts without waiting for the caller's stream surely runs inside it.
 EARLY_START_HOLD_US = 20_000.0
 
 
-def _early_start(model, ref_model, timing_inputs: list[list[Any]], ops: DeviceOps) -> GuardOutcome:
-    """Guard ``waits_for_caller_stream``: the verified timer queues a device-side hold before each start
-    event (``verified_launch_lead_us``), so GPU work a candidate starts on its own stream without
-    waiting for the caller's stream would run during the hold, outside the timed interval. Here the
-    rewrite of set 0 is queued on the caller's stream behind a long hold and the call comes right
-    after: ordered work reads the new values, work that starts early reads the old ones (or a
-    half-written mix) and returns a wrong answer."""
-    if not ops.can_hold:
-        return GuardOutcome(name="waits_for_caller_stream", passed=True, applicable=False)
-    return _rewritten_inputs(
-        "waits_for_caller_stream", model, ref_model, timing_inputs, ops, hold_us=EARLY_START_HOLD_US,
-        stale="inputs rewritten on the caller's stream just before the call, new answer not returned "
-              "(max abs error {max_abs:.3g}): the work read the inputs before the rewrite landed (a stream "
-              "that does not wait for the caller's, which can run before the timed interval) or an earlier "
-              "result came back",
-        raised="call after a stream-ordered input rewrite raised")
+def phase_timing(ctx: Ctx, timing: Timing) -> bool:
+    s = ctx.job.settings
+    ops = ctx.ops
+    if not s.measure_timing:
+        return True
+    ctx.chan.send("phase", "timing")
+    model_new, ref_model, sets = ctx.model_new, ctx.ref_model, ctx.timing_inputs
+    x0 = sets[0]
+    samples: dict[str, list[float]] = {}
+    with tf32(None):
+        samples["naive_kernel"] = naive_samples(lambda: model_new(*x0), ops, s.naive_warmup, s.naive_timing_trials)
+        with _pytorch_default_flags():
+            samples["naive_baseline_fp32"] = naive_samples(lambda: ref_model(*x0), ops, s.naive_warmup,
+                                                          s.naive_timing_trials)
+    recent: list[tuple[torch.Tensor, torch.Tensor, int]] = []
+    replayed: list[str] = []
+    threads_seen = [threading.active_count()]
+    capture: dict[str, torch.Tensor] = {}
+    kernel = Subject("kernel", lambda i: model_new(*sets[i]))
+
+    def keep(idx, out):
+        # Threads alive the moment a timed call returned: work running past the return (T2).
+        threads_seen.append(threading.active_count())
+        if isinstance(out, torch.Tensor):
+            # Memoisation (T8): an honest kernel returns a new tensor per call.
+            if not replayed and any(_same_storage(out, o) for (o, _, _) in recent):
+                replayed.append(f"a timed call on input set {idx} returned the storage of an earlier call's output")
+            recent.append((out, G.fingerprint(out), idx))
+            del recent[:-3]
+            # Captured now, before the judge says whether this call is checked.
+            slot = capture.get("out")
+            if slot is None or slot.shape != out.shape or slot.dtype != out.dtype:
+                slot = capture["out"] = torch.empty_like(out, memory_format=torch.contiguous_format)
+            slot.copy_(out)
+            ops.sync()
+        reply = ctx.judge.request("called", {"set": idx, "ms": kernel.samples[-1] if kernel.samples else None})
+        if reply.get("check"):
+            ctx.judge.send_output(capture.get("out") if isinstance(out, torch.Tensor) else out,
+                                  ctx.out_offset, ctx.out_capacity)
+
+    def default_flags_baseline(i):
+        with _pytorch_default_flags():
+            return ref_model(*sets[i])
+
+    def tf32_baseline(i):
+        with tf32(True):
+            return ref_model(*sets[i])
+
+    kernel.on_output = keep
+    # fp32 baseline with PyTorch's defaults (matmul TF32 off, cuDNN TF32 on), as the naive baseline: the
+    # waterfall's timing step then changes the timer alone.
+    subjects = [kernel, Subject("baseline_tf32", tf32_baseline), Subject("baseline_fp32", default_flags_baseline)]
+    lead_us = s.verified_launch_lead_us if ops.can_hold else 0.0
+    try:
+        with tf32(None):
+            time_verified(subjects, len(sets), ops, VerifiedBudget(
+                min_iters=s.verified_min_iters, max_iters=s.verified_max_iters,
+                target_rel_stderr=s.verified_target_rel_stderr, max_seconds_per_subject=s.verified_seconds_per_subject,
+                warmup_seconds=s.verified_warmup_seconds if ops.is_cuda else 0.0, launch_lead_us=lead_us))
+        ops.sync()
+    except BaseException as exc:  # noqa: BLE001
+        return ctx.fail("runtime_error", "timing", exc)
+    ctx.judge.request("timing_done", {"kernel_ms": kernel.samples})
+    samples["verified_kernel"] = kernel.samples
+    samples["verified_baseline_tf32"] = subjects[1].samples
+    samples["verified_baseline_fp32"] = subjects[2].samples
+    timing.launch_lead_us = lead_us
+    capture.clear()
+
+    changed = [idx for (o, fp, idx) in recent if float(G.fingerprint(o)) != float(fp)]
+    ctx.guards.append(GuardOutcome(name="no_deferred_work", passed=not changed, detail="" if not changed else
+                                   "outputs changed after their call returned (work deferred past the timed call)"))
+    ctx.guards.append(GuardOutcome(name="no_output_replay", passed=not replayed, detail="; ".join(replayed)))
+    extra = max(threads_seen) - ctx.threads_before
+    ctx.guards.append(GuardOutcome(name="no_threads_after_return", passed=extra <= 0, detail=
+                                   f"{extra} more thread(s) alive right after a timed call returned" if extra > 0 else ""))
+    recent.clear()
+    _rewritten_inputs(ctx, "same_pointer_new_contents", 0.0)
+    if ops.can_hold:
+        _rewritten_inputs(ctx, "waits_for_caller_stream", EARLY_START_HOLD_US)
+    if ops.is_cuda:
+        plain, synced = event_vs_synced(lambda: model_new(*x0), ops)
+        timing.event_only_kernel_ms, timing.synced_kernel_ms = plain, synced
+        side = synced > 1.5 * plain and synced - plain > 0.02
+        ctx.guards.append(GuardOutcome(name="no_unsynchronised_side_streams", passed=not side,
+                                       detail=f"event-only {plain:.4f} ms vs device-synced {synced:.4f} ms"))
+    ctx.chan.send("timing_samples", samples)
+    return True
+
+
+def phase_memory(ctx: Ctx, memory: Memory) -> None:
+    """Peak memory of one forward each after a reset; the kernel's device level also counts memory outside
+    the allocator that it took at any point of its lifetime."""
+    if not (ctx.ops.is_cuda and ctx.job.settings.measure_timing and ctx.timing_inputs):
+        return
+    x0 = ctx.timing_inputs[0]
+    for who, fn in (("baseline", lambda: ctx.ref_model(*x0)), ("kernel", lambda: ctx.model_new(*x0))):
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        alloc0 = torch.cuda.memory_allocated()
+        used0 = ctx.ops.used_bytes() or 0
+        with tf32(True if who == "baseline" else None):
+            out = fn()
+        torch.cuda.synchronize()
+        peak = torch.cuda.max_memory_allocated() - alloc0
+        dev = (ctx.ops.used_bytes() or 0) - used0
+        del out
+        if who == "baseline":
+            memory.baseline_allocator_peak, memory.baseline_device_peak = peak, dev
+        else:
+            ctx.track_device_memory()
+            held = max(0, ctx.nonalloc_peak - ctx.nonalloc0)
+            memory.kernel_allocator_peak, memory.kernel_device_peak = peak, max(dev, peak + held)
 
 
 def main(job_path: str) -> int:
@@ -254,278 +559,34 @@ def main(job_path: str) -> int:
     torch.set_grad_enabled(False)
     if job.settings.cpu_threads:
         torch.set_num_threads(job.settings.cpu_threads)
-    device = job.device
-    ops = DeviceOps(device)
-    work_dir = Path(job.work_dir)
-    domains = {k: Domain(v) for k, v in job.domains.items()}
-
-    # Everything the timers and comparisons rely on, captured before any candidate code runs.
-    snap_before = G.snapshot_functions()
-    chan.send("phase", "load")
-
-    mod = exec_source(job.problem_source, f"<{job.problem_id}>")
-    names = forward_arg_names(mod)
-    naive_plan, verified_plan = trial_plan(job, mod, names)
-    ref_summary = json.loads((Path(job.ref_dir) / "summary.json").read_text())
-
-    audit = _HarnessIO(chan, [job.ref_dir, str(Path(job_path).resolve())])
-    sys.addaudithook(audit.hook)
-
-    t0 = time.perf_counter()
+    ops = DeviceOps(job.device)
     try:
-        from .candidate import import_candidate
-
-        cand = import_candidate(source, work_dir)
-        if not hasattr(cand, "ModelNew"):
-            raise AttributeError("the candidate defines no class ModelNew")
-    except BaseException as exc:  # noqa: BLE001 - any failure to build or import is a compile error
-        chan.send("error", {"status": "compile_error", "phase": "build", "error": _trim(exc)})
+        link = JudgeLink(job.judge_fd, job.device)
+    except WireError as exc:
+        chan.send("harness_error", f"no judge: {exc}")
         return 0
-    chan.send("built", {"seconds": time.perf_counter() - t0})
-
-    chan.send("phase", "init")
+    ctx = Ctx(job=job, chan=chan, judge=link, ops=ops, source=source, device=job.device)
+    # Everything the timers rely on, captured before any candidate code runs.
+    ctx.snap_before = G.snapshot_functions()
+    timing, memory = Timing(l2_flush_bytes=ops.flush_bytes), Memory()
     try:
-        torch.manual_seed(42)
-        init = mod.get_init_inputs()
-        torch.manual_seed(42)
-        model_new = cand.ModelNew(*init)
-        if isinstance(model_new, torch.nn.Module):
-            model_new = model_new.to(device)
-        ref_model = build_model(mod, device)
-    except BaseException as exc:  # noqa: BLE001
-        chan.send("error", {"status": "runtime_error", "phase": "init", "error": _trim(exc)})
-        return 0
-
-    guards: list[GuardOutcome] = []
-    threads_before = threading.active_count()
-    mutated: list[str] = []
-
-    def run_trial(model, spec, expected_path: Path, ref_meta: dict, extra: dict) -> tuple[TrialResult, Any, list, list]:
-        inputs = make_inputs(mod.get_inputs, names, spec.seed, spec.scale, domains, device)
-        pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-        # The expected output is loaded only after the call: during it, the values must not be reachable
-        # from this frame (a frame walk found them here before) nor from gc. Its size, from the reference
-        # summary, is enough to poison the memory the candidate's output is likely to land in.
-        if "numel" in ref_meta:
-            _poison(ops, (ref_meta["numel"], getattr(torch, ref_meta["dtype"])), float("nan"))
-        tr = TrialResult(distribution=spec.distribution, seed=spec.seed, params=spec.params, **extra)
-        try:
-            torch.manual_seed(spec.seed)
-            out = model(*inputs)
-            ops.sync()
-        except BaseException as exc:  # noqa: BLE001
-            tr.exception = _trim(exc)
-            return tr, None, inputs, pristine
-        with audit.allowed():
-            expected = torch.load(expected_path, map_location=device, weights_only=True)
-        tr.error = error_stats(out, expected)
-        if isinstance(out, torch.Tensor) and expected.is_floating_point():
-            tr.error.dtype_ok = out.dtype == (torch.float32 if expected.dtype == torch.float64 else expected.dtype)
-        del expected
-        # Inputs unchanged, on every trial (signed hidden inputs expose in-place ops that torch.rand hides).
-        if not mutated and (g := G.inputs_unchanged(inputs, pristine)) and not g.passed:
-            mutated.append(f"{spec.distribution} (seed {spec.seed}): {g.detail}")
-        return tr, out, inputs, pristine
-
-    # Naive correctness: default parameters, KernelBench's seeds, expected = PyTorch defaults in fp32.
-    chan.send("phase", "correctness")
-    naive_trials = []
-    first_out = None
-    for i, spec in enumerate(naive_plan):
-        path = Path(job.ref_dir) / f"naive_{i}.pt"
-        if not path.exists():
-            break
-        tr, out, inputs, pristine = run_trial(model_new, spec, path, ref_summary["naive"][i], {})
-        tr.reference_nonfinite = ref_summary["naive"][i]["nonfinite"]
-        naive_trials.append(tr)
-        if i == 0 and out is not None:
-            guards.append(G.output_is_plain_tensor(out))
-            guards.append(G.output_not_aliasing_inputs(out, inputs))
-            first_out = out
-        del out, inputs, pristine
-    chan.send("naive_trials", [t.model_dump() for t in naive_trials])
-    # JIT compilers start threads on first call; threads are counted from here on.
-    threads_before = threading.active_count()
-
-    # Verified correctness: perturbed parameters in both models, hidden distributions.
-    values = perturbed_parameters(ref_model, job.perturb_seed)
-    loaded = load_matching(model_new, values) if isinstance(model_new, torch.nn.Module) else []
-    load_matching(ref_model, values)
-    verified_trials = []
-    for i, spec in enumerate(verified_plan):
-        meta = ref_summary["verified"][i] if i < len(ref_summary["verified"]) else {"skipped": True}
-        if meta.get("skipped"):
-            continue
-        path = Path(job.ref_dir) / f"verified_{i}.pt"
-        extra = {"tf32_baseline_max_abs": meta.get("tf32_max_abs"),
-                 "tf32_baseline_min_tolerance": meta.get("tf32_min_tolerance"),
-                 "reference_nonfinite": meta.get("nonfinite", False)}
-        tr, out, inputs, pristine = run_trial(model_new, spec, path, meta, extra)
-        verified_trials.append(tr)
-        if i == 0 and out is not None:
-            # Uninitialised reads: same inputs again with memory re-poisoned to a different value.
-            _poison(ops, out, 1e4)
-            ref_out = out.detach().clone() if isinstance(out, torch.Tensor) else None
-            del out
-            _poison(ops, ref_out, -3.0e4)
-            try:
-                torch.manual_seed(spec.seed)
-                again = model_new(*inputs)
-                ops.sync()
-                same = isinstance(again, torch.Tensor) and ref_out is not None and again.shape == ref_out.shape and \
-                    bool(torch.allclose(again.double(), ref_out.double(), rtol=1e-5, atol=1e-6, equal_nan=True))
-                guards.append(GuardOutcome(name="repeatable_under_poisoned_memory", passed=same,
-                                           detail="" if same else "two calls on identical inputs disagree after memory was re-poisoned (uninitialised or stale reads)"))
-                del again
-            except BaseException as exc:  # noqa: BLE001
-                guards.append(GuardOutcome(name="repeatable_under_poisoned_memory", passed=False, detail=f"second call raised: {exc!r}"[:300]))
-            out = None
-        del out, inputs, pristine
-    guards.append(GuardOutcome(name="inputs_unchanged", passed=not mutated, detail="; ".join(mutated)))
-    if ops.is_cuda:
-        # Persisting-L2 carve-out (T7), read before the timing loop resets it. Timing stays honest
-        # (reset + flush before every iteration), so this is an observation, not a verdict.
-        limit = ops.persisting_l2_limit()
-        guards.append(GuardOutcome(name="persisting_l2_reset", passed=not limit, severity="suspicious",
-                                   detail=f"the candidate set a persisting-L2 limit of {limit} B; reset before every timed iteration"
-                                   if limit else "no persisting-L2 carve-out"))
-    chan.send("verified_trials", {"trials": [t.model_dump() for t in verified_trials], "loaded_params": loaded,
-                                  "reference_precision": ref_summary.get("reference_precision")})
-
-    if first_out is not None:
-        chan.send("output_dtype", str(first_out.dtype).removeprefix("torch.") if isinstance(first_out, torch.Tensor) else None)
-    del first_out
-
-    # Provenance: does custom code actually run?
-    timing_inputs = [make_inputs(mod.get_inputs, names, s, 1.0, domains, device)
-                     for s in job.fresh_seeds[-job.settings.timing_input_sets:]]
-    try:
-        called = _custom_code_called(lambda: model_new(*timing_inputs[0]), _extension_function_ids(cand, job.extensions_dir))
-        chan.send("custom_code_called", called)
-    except BaseException as exc:  # noqa: BLE001
-        chan.send("error", {"status": "runtime_error", "phase": "timing", "error": _trim(exc)})
-        return 0
-
-    lead_us = job.settings.verified_launch_lead_us if ops.can_hold else 0.0
-    timing = Timing(l2_flush_bytes=ops.flush_bytes, launch_lead_us=lead_us)
-    memory = Memory()
-    if job.settings.measure_timing:
-        chan.send("phase", "timing")
-        x0 = timing_inputs[0]
-        with tf32(None):
-            timing.naive_kernel = time_naive(lambda: model_new(*x0), ops, job.settings.naive_warmup,
-                                             job.settings.naive_timing_trials)
-            with _pytorch_default_flags():
-                timing.naive_baseline_fp32 = time_naive(lambda: ref_model(*x0), ops, job.settings.naive_warmup,
-                                                        job.settings.naive_timing_trials)
-        # Verified: rotating input sets, outputs fingerprinted right after each call and again at the end.
-        recent: list[tuple[torch.Tensor, torch.Tensor, int]] = []
-        baseline_out: dict[int, torch.Tensor] = {}
-        last_out: dict[int, Any] = {}
-
-        replayed: list[str] = []
-        threads_seen = [threading.active_count()]
-
-        def keep(idx, out):
-            # Threads alive the moment a timed call returned: work running past the return (T2).
-            threads_seen.append(threading.active_count())
-            if isinstance(out, torch.Tensor):
-                # Memoisation (T8): an honest kernel returns a new tensor per call; the outputs kept in
-                # ``recent`` are still alive, so a new output cannot share their storage unless it is
-                # the same result handed out again.
-                if not replayed and any(_same_storage(out, o) for (o, _, _) in recent):
-                    replayed.append(f"a timed call on input set {idx} returned the storage of an earlier call's output")
-                recent.append((out, G.fingerprint(out), idx))
-                del recent[:-3]
-                last_out[idx] = out
-
-        def base_keep(idx, out):
-            if isinstance(out, torch.Tensor) and idx not in baseline_out:
-                baseline_out[idx] = out.detach().clone()
-
-        def with_flags(flag, fn):
-            def call(i):
-                with tf32(flag):
-                    return fn(*timing_inputs[i])
-            return call
-
-        subjects = [
-            Subject("kernel", with_flags(None, model_new), on_output=keep),
-            Subject("baseline_tf32", with_flags(True, ref_model), on_output=base_keep),
-            Subject("baseline_fp32", with_flags(False, ref_model)),
-        ]
-        s = job.settings
-        try:
-            time_verified(subjects, len(timing_inputs), ops, VerifiedBudget(
-                min_iters=s.verified_min_iters, max_iters=s.verified_max_iters,
-                target_rel_stderr=s.verified_target_rel_stderr, max_seconds_per_subject=s.verified_seconds_per_subject,
-                warmup_seconds=s.verified_warmup_seconds if ops.is_cuda else 0.0,
-                launch_lead_us=lead_us))
-            ops.sync()
-        except BaseException as exc:  # noqa: BLE001
-            chan.send("error", {"status": "runtime_error", "phase": "timing", "error": _trim(exc)})
+        for phase in (phase_load, phase_init, phase_naive_correctness, phase_verified_correctness, phase_provenance):
+            if not phase(ctx):
+                return 0
+        if not phase_timing(ctx, timing):
             return 0
-        timing.verified_kernel = summarize(subjects[0].samples, "verified")
-        timing.verified_baseline_tf32 = summarize(subjects[1].samples, "verified")
-        timing.verified_baseline_fp32 = summarize(subjects[2].samples, "verified")
-
-        changed = [idx for (o, fp, idx) in recent if float(G.fingerprint(o)) != float(fp)]
-        guards.append(GuardOutcome(name="no_deferred_work", passed=not changed,
-                                   detail="" if not changed else "outputs changed after their call returned (work deferred past the timed call)"))
-        bad = []
-        for idx, out in last_out.items():
-            ref = baseline_out.get(idx)
-            if ref is None:
-                continue
-            st = error_stats(out, ref)
-            tol = 5e-2  # loose on purpose: catches replayed or stale results, never TF32 rounding
-            if st.min_tolerance > tol:
-                bad.append(f"set {idx}: max abs error {st.max_abs:.3g}")
-        guards.append(GuardOutcome(name="timed_outputs_correct", passed=not bad,
-                                   detail="; ".join(bad) or "outputs of timed calls on rotating inputs match the baseline"))
-        guards.append(GuardOutcome(name="no_output_replay", passed=not replayed, detail="; ".join(replayed)))
-        extra = max(threads_seen) - threads_before
-        guards.append(GuardOutcome(name="no_threads_after_return", passed=extra <= 0,
-                                   detail=f"{extra} more thread(s) alive right after a timed call returned" if extra > 0 else ""))
-        guards.append(_pointer_poisoning(model_new, ref_model, timing_inputs, ops))
-        guards.append(_early_start(model_new, ref_model, timing_inputs, ops))
-        recent.clear()
-        last_out.clear()
-        baseline_out.clear()
-
-        if ops.is_cuda:
-            plain, synced = event_vs_synced(lambda: model_new(*x0), ops)
-            timing.event_only_kernel_ms, timing.synced_kernel_ms = plain, synced
-            side = synced > 1.5 * plain and synced - plain > 0.02
-            guards.append(GuardOutcome(name="no_unsynchronised_side_streams", passed=not side,
-                                       detail=f"event-only {plain:.4f} ms vs device-synced {synced:.4f} ms"))
-            if side:  # the honest number for this kernel is the synced one
-                timing.verified_kernel = timing.verified_kernel.model_copy(update={"median_ms": synced, "mean_ms": synced})
-
-        # Memory: one forward each after a reset.
-        if ops.is_cuda:
-            for who, fn in (("baseline", lambda: ref_model(*x0)), ("kernel", lambda: model_new(*x0))):
-                torch.cuda.synchronize()
-                torch.cuda.empty_cache()
-                torch.cuda.reset_peak_memory_stats()
-                alloc0 = torch.cuda.memory_allocated()
-                used0 = ops.used_bytes() or 0
-                with tf32(True if who == "baseline" else None):
-                    out = fn()
-                torch.cuda.synchronize()
-                peak = torch.cuda.max_memory_allocated() - alloc0
-                dev = (ops.used_bytes() or 0) - used0
-                del out
-                if who == "baseline":
-                    memory.baseline_allocator_peak, memory.baseline_device_peak = peak, dev
-                else:
-                    memory.kernel_allocator_peak, memory.kernel_device_peak = peak, dev
+        phase_memory(ctx, memory)
+    except WireError as exc:
+        # The judge ended the session (the candidate broke its protocol) or went away: the parent decides.
+        chan.send("judge_link_broken", str(exc)[:500])
+        return 0
     chan.send("timing", timing.model_dump())
     chan.send("memory", memory.model_dump())
-
-    guards.append(G.thread_count(threads_before, threading.active_count()))
-    guards.append(G.functions_unpatched(snap_before, G.snapshot_functions()))
-    chan.send("guards", [g.model_dump() for g in guards])
+    ctx.guards.append(G.thread_count(ctx.threads_before, threading.active_count()))
+    ctx.guards.append(G.functions_unpatched(ctx.snap_before, G.snapshot_functions()))
+    chan.send("guards", [g.model_dump() for g in ctx.guards])
+    with contextlib.suppress(WireError):
+        link.request("finish")
     chan.send("phase", "done")
     return 0
 

@@ -1,0 +1,108 @@
+"""Tensor bytes between the judge and the candidate process: a memfd both map, laid out by the judge.
+
+Tensors cross as descriptors (offset, shape, dtype) plus raw bytes; the reader validates the
+descriptor and copies the values out, so nothing it receives is executed or unpickled.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from typing import Any
+
+import torch
+
+from .wire import WireError
+
+# dtypes that may cross; anything else is refused (the judge never getattr's a name it did not list).
+DTYPES: dict[str, torch.dtype] = {str(d).removeprefix("torch."): d for d in (
+    torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32, torch.int16,
+    torch.int8, torch.uint8, torch.bool, torch.complex64, torch.complex128)}
+
+
+def dtype_name(d: torch.dtype) -> str:
+    return str(d).removeprefix("torch.")
+
+
+class SharedBuffer:
+    """A memfd both processes map. The judge creates and grows it; the other side maps the size it is told."""
+
+    def __init__(self, fd: int, size: int) -> None:
+        self.fd = fd
+        self.size = 0
+        self._mm: mmap.mmap | None = None
+        self.map(size)
+
+    @classmethod
+    def create(cls, size: int = 1 << 20) -> SharedBuffer:
+        fd = os.memfd_create("kv-shm", 0)
+        os.ftruncate(fd, size)
+        return cls(fd, size)
+
+    def map(self, size: int) -> None:
+        if size == self.size and self._mm is not None:
+            return
+        # Tensors made by frombuffer keep the old map alive until they go; it is never closed by hand.
+        self._mm = mmap.mmap(self.fd, size) if size else None
+        self.size = size
+
+    def ensure(self, size: int) -> None:
+        """Judge side: grow the file (never shrink) and remap."""
+        if size > self.size:
+            os.ftruncate(self.fd, size)
+            self.map(size)
+
+    def _bytes(self, offset: int, nbytes: int) -> torch.Tensor:
+        if offset < 0 or nbytes < 0 or offset + nbytes > self.size:
+            raise WireError(f"descriptor outside the shared buffer ({offset}+{nbytes} > {self.size})")
+        return torch.frombuffer(self._mm, dtype=torch.uint8, count=nbytes, offset=offset)
+
+    def write(self, t: torch.Tensor, offset: int) -> dict:
+        """Copy ``t``'s values to ``offset``; returns its descriptor."""
+        t = t.detach()
+        nbytes = t.numel() * t.element_size()
+        if nbytes:
+            self._bytes(offset, nbytes).copy_(t.contiguous().reshape(-1).view(torch.uint8))
+        return {"offset": offset, "shape": list(t.shape), "dtype": dtype_name(t.dtype), "nbytes": nbytes}
+
+    def read(self, desc: dict, device: str | torch.device = "cpu") -> torch.Tensor:
+        """A new tensor on ``device`` holding the described values (validated, copied out)."""
+        try:
+            dtype = DTYPES[str(desc["dtype"])]
+            shape = [int(x) for x in desc["shape"]]
+            offset = int(desc["offset"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise WireError(f"bad tensor descriptor: {desc!r:.200}") from exc
+        if any(x < 0 for x in shape):
+            raise WireError("negative size in a tensor descriptor")
+        out = torch.empty(shape, dtype=dtype, device=device)
+        nbytes = out.numel() * out.element_size()
+        if nbytes:
+            out.reshape(-1).view(torch.uint8).copy_(self._bytes(offset, nbytes))
+        return out
+
+
+def pack_args(buf: SharedBuffer, args: list[Any], *, grow: bool, offset: int = 0) -> list[dict]:
+    """Write ``args`` to ``buf`` from ``offset`` (tensors as bytes, the rest as JSON values); ``grow``: judge side."""
+    if grow:
+        buf.ensure(offset + args_nbytes(args))
+    out, off = [], offset
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            out.append({"tensor": buf.write(a, off)})
+            off += _aligned(a.numel() * a.element_size())
+        else:
+            out.append({"value": a})
+    return out
+
+
+def unpack_args(buf: SharedBuffer, descs: list[dict], device: str) -> list[Any]:
+    return [buf.read(d["tensor"], device) if "tensor" in d else d.get("value") for d in descs]
+
+
+def args_nbytes(args: list[Any]) -> int:
+    return sum(_aligned(a.numel() * a.element_size()) for a in args if isinstance(a, torch.Tensor))
+
+
+def _aligned(n: int) -> int:
+    return (n + 255) // 256 * 256

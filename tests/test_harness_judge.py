@@ -1,0 +1,206 @@
+"""Issue 17: verdicts nobody can forge. The judge (its own process) holds seeds, perturbation and
+expected outputs; the candidate process is contained (its descendants die with it, it cannot reach the
+evaluator) and capped in memory; harness failures are not verdicts."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import harness
+from harness import EvalSettings
+from harness.params import map_parameters
+
+SETTINGS = EvalSettings(naive_timing_trials=10, verified_min_iters=5, verified_max_iters=10,
+                        verified_seconds_per_subject=0.3, cpu_threads=1)
+RELU = "level1/19_ReLU"
+HONEST = """
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+
+
+@pytest.fixture(scope="module")
+def ev():
+    with harness.Evaluator("cpu", "small", settings=SETTINGS) as e:
+        yield e
+
+
+def _verdicts(r) -> tuple[str, str]:
+    return r.results["naive"].verdict, r.results["verified"].verdict
+
+
+# -- parameter mapping (issue 18 item 1) -----------------------------------------------------------------
+def test_mapping_by_name_then_declaration_order_then_unique_shape():
+    ref = [("ln.weight", (8,)), ("ln.bias", (8,))]
+    assert map_parameters(ref, [("ln.weight", (8,)), ("ln.bias", (8,))]).pairs == {"ln.weight": "ln.weight",
+                                                                                     "ln.bias": "ln.bias"}
+    # own names, same declaration order and shapes: positional
+    assert map_parameters(ref, [("weight", (8,)), ("bias", (8,))]).pairs == {"weight": "ln.weight", "bias": "ln.bias"}
+    # order differs but every shape is unique on both sides
+    ref2 = [("conv.weight", (4, 3, 3, 3)), ("conv.bias", (4,))]
+    m = map_parameters(ref2, [("b", (4,)), ("w", (4, 3, 3, 3))])
+    assert m.pairs == {"w": "conv.weight", "b": "conv.bias"} and not m.skipped
+
+
+def test_mapping_perturbs_the_reference_alone_when_the_candidate_holds_nothing_for_it():
+    # a kernel that dropped the affine parameters must still meet perturbed ones (it hard-codes 1 and 0)
+    m = map_parameters([("ln.weight", (8,)), ("ln.bias", (8,))], [])
+    assert m.reference_only == ["ln.weight", "ln.bias"] and not m.skipped
+    m = map_parameters([("lin.weight", (4, 8)), ("lin.bias", (4,))], [("lin.weight", (4, 8))])
+    assert m.pairs == {"lin.weight": "lin.weight"} and m.reference_only == ["lin.bias"]
+
+
+def test_mapping_is_skipped_when_no_pairing_is_safe():
+    m = map_parameters([("a", (8,)), ("b", (8,))], [("x", (8,)), ("y", (8,)), ("z", (8,))])
+    assert m.skipped and not m.pairs
+
+
+def test_honest_layernorm_with_its_own_parameter_names_is_correct():
+    src = """
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self, normalized_shape):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(normalized_shape))
+        self.bias = nn.Parameter(torch.zeros(normalized_shape))
+        self.shape = tuple(normalized_shape)
+    def forward(self, x):
+        return torch.nn.functional.layer_norm(x, self.shape, self.weight, self.bias)
+"""
+    r = harness.evaluate(src, "level1/40_LayerNorm", settings=SETTINGS)
+    assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
+    assert r.record.param_mapping == {"weight": "ln.weight", "bias": "ln.bias"}
+    assert all(t.params == "perturbed" for t in r.record.verified_trials)
+
+
+# -- the answers are out of reach ------------------------------------------------------------------------
+def test_no_expected_output_or_seed_is_on_disk(ev, tmp_path):
+    spy = tmp_path / "seen.txt"
+    src = f"""
+import os, torch, torch.nn as nn
+seen = []
+for root in (os.getcwd(), os.path.dirname(os.getcwd()), "/tmp"):
+    for d, _dirs, files in os.walk(root):
+        seen += [os.path.join(d, f) for f in files]
+        if len(seen) > 20000:
+            break
+open({str(spy)!r}, "w").write("\\n".join(seen))
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+    r = ev.evaluate(src, RELU)
+    assert _verdicts(r) == ("correct", "correct")
+    seen = spy.read_text().splitlines()
+    assert seen, "the spy saw nothing"
+    assert not [p for p in seen if p.endswith(".pt") or p.endswith("summary.json") or "kv-eval" in p and "job" in p]
+    assert not list(Path(ev._tmp_root).rglob("*.pt"))
+
+
+def test_an_honest_candidate_after_a_saboteur_gets_its_true_verdict(ev):
+    saboteur = """
+import glob, os, torch, torch.nn as nn
+for pattern in ("../**/*", "/tmp/kv-eval-*/**/*", "/dev/shm/*"):
+    for p in glob.glob(pattern, recursive=True):
+        try:
+            if os.path.isfile(p):
+                open(p, "wb").write(b"\\0" * 64)
+        except OSError:
+            pass
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.zeros_like(x)
+"""
+    r = ev.evaluate(saboteur, RELU)
+    assert _verdicts(r) == ("incorrect", "incorrect")
+    r = ev.evaluate(HONEST, RELU)
+    assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
+
+
+# -- containment ------------------------------------------------------------------------------------------
+def test_a_setsid_double_fork_does_not_outlive_the_evaluation(ev, tmp_path):
+    marker = tmp_path / "alive.txt"
+    src = f"""
+import os, time, torch, torch.nn as nn
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        for _ in range(600):
+            with open({str(marker)!r}, "a") as f:
+                f.write("x")
+            time.sleep(0.1)
+    os._exit(0)
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+    r = ev.evaluate(src, RELU)
+    assert r.record.status == "ok"
+    assert marker.exists(), "the escapee never ran"
+    size = marker.stat().st_size
+    time.sleep(1.0)
+    assert marker.stat().st_size == size, "a descendant of the candidate outlived its evaluation"
+
+
+def test_killing_its_parent_is_the_candidates_runtime_error_and_the_evaluator_goes_on(ev):
+    src = """
+import os, signal, torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        os.kill(os.getppid(), signal.SIGKILL)
+        return torch.relu(x)
+"""
+    r = ev.evaluate(src, RELU)
+    assert r.record.status == "runtime_error", r.record.error
+    r = ev.evaluate(HONEST, RELU)
+    assert _verdicts(r) == ("correct", "correct")
+
+
+def test_memory_cap_gives_a_clear_verdict(tmp_path):
+    settings = SETTINGS.model_copy(update={"memory_limit_bytes": 700 * 2**20})
+    src = """
+import time, torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def forward(self, x):
+        self.hog = torch.ones(400 * 2**20)  # 1.6 GB, touched
+        time.sleep(2)
+        return torch.relu(x)
+"""
+    r = harness.evaluate(src, RELU, settings=settings)
+    assert r.record.status == "runtime_error"
+    assert "host memory" in (r.record.error or "")
+
+
+# -- harness failures are not verdicts ---------------------------------------------------------------------
+def test_a_judge_dying_mid_evaluation_is_a_harness_error_and_the_next_evaluation_recovers(ev):
+    import threading
+
+    ev.evaluate(HONEST, RELU)  # the judge of this problem is running
+    judge = ev._judges[RELU]
+    slow = HONEST.replace("return torch.relu(x)", "import time; time.sleep(3); return torch.relu(x)")
+    threading.Timer(1.5, lambda: os.kill(judge.child.proc.pid, 9)).start()
+    with pytest.raises(harness.HarnessError):
+        ev.evaluate(slow, RELU)
+    r = ev.evaluate(HONEST, RELU)  # a fresh judge
+    assert _verdicts(r) == ("correct", "correct")
+
+
+def test_a_full_disk_during_a_build_is_a_harness_error(monkeypatch, tmp_path):
+    from harness import runner
+
+    monkeypatch.setattr(runner.shutil, "disk_usage", lambda _p: os.statvfs_result((0,) * 10) if False else
+                        type("U", (), {"free": 0, "total": 1, "used": 1})())
+    with harness.Evaluator("cpu", "small", settings=SETTINGS, cache_dir=tmp_path) as e:
+        bad = runner.BuildResult(False, 1.0, "ninja: error: No space left on device", False)
+        with pytest.raises(harness.HarnessError):
+            e.evaluate(HONEST, RELU, build=bad)
+        # the same message with a disk that has room is the candidate's compile error
+        monkeypatch.setattr(runner.shutil, "disk_usage", lambda _p: type("U", (), {"free": 2**40})())
+        r = e.evaluate(HONEST, RELU, build=bad)
+        assert r.record.status == "compile_error"
