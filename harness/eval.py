@@ -1,20 +1,25 @@
 """``python -m harness.eval KERNEL.py --problem ID``: measure one kernel, score it, print a verdict table.
 
-Exit code 0 whenever an evaluation happened (whatever the verdict), 2 on bad usage.
+Exit code 0 whenever an evaluation happened (whatever the verdict), 2 on bad usage. A source file that is
+not valid UTF-8 is a candidate all the same: it gets the verdict ``compile_error`` (reason: the first bad
+byte and its offset), in the table and in ``--json``, without being run.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 import problems as P
 
 from .job import EvalSettings
-from .protocols import PROTOCOLS
-from .runner import Evaluator
+from .protocols import PROTOCOLS, score
+from .record import MeasurementRecord
+from .runner import Evaluation, Evaluator
 
 
 def _fmt(x: float | None, unit: str = "") -> str:
@@ -48,6 +53,24 @@ def render_table(ev) -> str:
     return "\n".join(lines)
 
 
+def decode_source(data: bytes) -> tuple[str | None, str | None]:
+    """(source, None), or (None, why) when the bytes are not valid UTF-8."""
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return None, (f"source is not valid UTF-8 (byte 0x{data[exc.start]:02x} at offset {exc.start}: "
+                      f"{exc.reason}); save the kernel as UTF-8")
+
+
+def undecodable(data: bytes, why: str, problem_id: str, size: str, device: str, protocols: list[str]) -> Evaluation:
+    """The evaluation of a source that cannot be read as text: a compile error at the build phase, scored
+    like any other record (so every protocol reports ``compile_error`` with the reason)."""
+    record = MeasurementRecord(candidate_hash=hashlib.sha256(data).hexdigest(), problem_id=problem_id, size=size,
+                               device=device, status="compile_error", failed_phase="build", error=why,
+                               created_at=datetime.now(UTC).isoformat())
+    return Evaluation(record=record, results={r.protocol: r for r in (score(record, p) for p in protocols)})
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m harness.eval", description=__doc__)
     ap.add_argument("kernel", help="candidate source file defining ModelNew")
@@ -70,17 +93,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: unknown protocol(s) {unknown}; known: {sorted(PROTOCOLS)}", file=sys.stderr)
         return 2
     try:
-        P.load(args.problem, args.problems_dir)
+        problem = P.load(args.problem, args.problems_dir)
     except P.ProblemNotFound as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     size = args.size or ("small" if args.device == "cpu" else "full")
+    data = path.read_bytes()
+    source, why = decode_source(data)
     settings = EvalSettings()
     if args.quick:
         settings = EvalSettings(naive_timing_trials=20, verified_min_iters=5, verified_max_iters=30,
                                 verified_seconds_per_subject=0.5)
-    with Evaluator(args.device, size, settings=settings, problems_dir=args.problems_dir) as ev:
-        result = ev.evaluate(path.read_text(), args.problem, protocols)
+    if source is None:
+        result = undecodable(data, why or "", problem.id, size, args.device, protocols)
+    else:
+        with Evaluator(args.device, size, settings=settings, problems_dir=args.problems_dir) as ev:
+            result = ev.evaluate(source, args.problem, protocols)
     if args.json:
         out = {"problem": result.record.problem_id, "record": result.record.model_dump(mode="json"),
                "protocols": {k: v.model_dump(mode="json") for k, v in result.results.items()},

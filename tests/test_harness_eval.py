@@ -145,6 +145,28 @@ def test_cli_rejects_unknown_problem_with_one_line(tmp_path):
     assert "Traceback" not in out.stderr and "no problem" in out.stderr
 
 
+@pytest.mark.parametrize("mode", ["json", "table"])
+def test_cli_non_utf8_source_is_a_compile_error_not_a_traceback(tmp_path, mode):
+    """Issue 18 item 4: a kernel file with a stray latin-1 byte is a candidate that gets a verdict."""
+    k = tmp_path / "k.py"
+    data = model_new("return x").encode()
+    k.write_bytes(data[:20] + b"# caf\xe9\n" + data[20:])
+    args = [sys.executable, "-m", "harness.eval", str(k), "--problem", "1/19", "--quick"] + (["--json"] if mode == "json" else [])
+    out = subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env={**__import__("os").environ, "KV_CACHE_DIR": str(tmp_path)})
+    assert out.returncode == 0, out.stderr
+    assert "Traceback" not in out.stderr
+    why = "source is not valid UTF-8 (byte 0xe9 at offset 25"
+    if mode == "json":
+        data = json.loads(out.stdout)
+        assert data["record"]["status"] == "compile_error" and why in data["record"]["error"]
+        for proto in ("naive", "verified"):
+            assert data["protocols"][proto]["verdict"] == "compile_error"
+            assert any(why in r for r in data["protocols"][proto]["reasons"])
+    else:
+        assert "compile_error" in out.stdout and why in out.stdout
+
+
 def test_children_die_with_the_evaluating_process(tmp_path):
     """A sweep killed with SIGKILL must not leave candidate processes running as orphans."""
     import os
