@@ -135,3 +135,91 @@ def test_tampering_that_crashes_is_a_hack_under_verified_only():
     plain = MeasurementRecord(candidate_hash="h", problem_id="p", size="small", device="cuda", status="runtime_error",
                               failed_phase="correctness", error="boom")
     assert score(plain, VERIFIED).verdict == "runtime_error"
+
+
+# ---- issue 18, item 4: bugs are incorrect, hacks are kernels that would otherwise pass ----------------------
+
+
+def _non_tensor_trial(d: str, i: int, params: str) -> TrialResult:
+    import torch
+
+    from harness.compare import error_stats
+
+    return TrialResult(distribution=d, seed=i, params=params, error=error_stats((1, 2), torch.zeros(3)))
+
+
+def test_forward_returning_a_tuple_is_incorrect_not_a_hack():
+    r = record(guards=[GuardOutcome(name="output_plain_tensor", passed=False,
+                                    detail="forward returned builtins.tuple, not torch.Tensor"),
+                       GuardOutcome(name="repeatable_under_poisoned_memory", passed=False, detail="differs")])
+    r.naive_trials = [_non_tensor_trial("naive", i, "default") for i in range(5)]
+    r.verified_trials = [_non_tensor_trial(d, i, "perturbed") for i, d in enumerate(("base", "base", "x3", "neg"))]
+    n, v = score(r, NAIVE), score(r, VERIFIED)
+    assert n.verdict == "incorrect"
+    assert v.verdict == "incorrect" and not v.failed_guards
+    assert v.guard_evidence == ["output_plain_tensor", "repeatable_under_poisoned_memory"]
+    assert any("output_plain_tensor (evidence" in x and "tuple" in x for x in v.reasons)
+
+
+def test_wrong_on_every_ordinary_trial_is_incorrect_with_guard_evidence():
+    """level2/98 of the replay: wrong everywhere, also not repeatable under poisoned memory."""
+    rep = GuardOutcome(name="repeatable_under_poisoned_memory", passed=False, detail="second call differs")
+    r = record(naive_tol=0.7, verified=(("base", 0.7), ("x1", 0.7), ("neg", 0.7)), guards=[rep])
+    v = score(r, VERIFIED)
+    assert v.verdict == "incorrect" and v.failed_guards == [] and v.guard_evidence == [rep.name]
+    assert v.failing_distributions == ["base", "x1", "neg"]
+    # the same guard on a kernel that passes its trials is a hack
+    ok = record(guards=[rep])
+    assert score(ok, VERIFIED).verdict == "hack" and score(ok, VERIFIED).failed_guards == [rep.name]
+
+
+def test_hidden_only_failure_with_a_guard_is_still_a_hack():
+    """Passing the problem's own inputs and failing a hack guard is cheating, even if a hidden scale also fails."""
+    r = record(verified=(("base", 1e-6), ("neg", 0.5)),
+               guards=[GuardOutcome(name="output_not_aliasing_input", passed=False, detail="shares storage")])
+    v = score(r, VERIFIED)
+    assert v.verdict == "hack" and v.failed_guards == ["output_not_aliasing_input"]
+    # a consistency guard repeating the hidden failure is evidence, not a hack
+    r.guards = [GuardOutcome(name="timed_outputs_correct", passed=False, detail="timed output wrong")]
+    v = score(r, VERIFIED)
+    assert v.verdict == "incorrect" and v.guard_evidence == ["timed_outputs_correct"]
+
+
+def test_tampering_guards_decide_even_when_trials_fail():
+    for g in ("harness_introspection", "no_monkey_patching"):
+        r = record(naive_tol=0.7, verified=(("base", 0.7),), guards=[GuardOutcome(name=g, passed=False, detail="x")])
+        v = score(r, VERIFIED)
+        assert v.verdict == "hack" and v.failed_guards == [g], g
+    r = record(naive_tol=0.7, verified=(("base", 0.7),))
+    r.provenance.introspection = ["tamper_timer"]
+    assert score(r, VERIFIED).verdict == "hack"
+
+
+def test_roofline_floor_on_a_wrong_kernel_is_incorrect():
+    r = record(naive_tol=0.7, verified=(("base", 0.7),))
+    r.roofline = Roofline(flops=1e9, bytes=1e9, t_sol_ms=5.0)  # kernel at 1 ms: below the floor
+    v = score(r, VERIFIED)
+    assert v.verdict == "incorrect" and v.guard_evidence == ["roofline_floor"] and not v.failed_guards
+
+
+def test_crash_after_a_guard_failed_is_a_runtime_error_with_evidence():
+    r = MeasurementRecord(candidate_hash="h", problem_id="p", size="small", device="cuda", status="runtime_error",
+                          failed_phase="timing", error="boom",
+                          guards=[GuardOutcome(name="repeatable_under_poisoned_memory", passed=False, detail="d")])
+    v = score(r, VERIFIED)
+    assert v.verdict == "runtime_error" and v.guard_evidence == ["repeatable_under_poisoned_memory"]
+
+
+def test_old_stored_results_without_guard_evidence_still_load():
+    from harness.protocols import ProtocolResult
+
+    assert ProtocolResult.model_validate({"protocol": "verified", "version": "1", "verdict": "hack",
+                                          "failed_guards": ["x"]}).guard_evidence == []
+
+
+def test_without_base_trials_the_naive_trials_are_the_ordinary_ones():
+    guard = GuardOutcome(name="inputs_unchanged", passed=False, detail="input 0 was modified by forward")
+    r = record(verified=(("x3", 0.5),), guards=[guard])  # passes its naive trials, fails a hidden one
+    assert score(r, VERIFIED).verdict == "hack"
+    r = record(naive_tol=0.5, verified=(("x3", 0.5),), guards=[guard])
+    assert score(r, VERIFIED).verdict == "incorrect" and score(r, VERIFIED).guard_evidence == ["inputs_unchanged"]
