@@ -6,7 +6,8 @@
 
 Appends take an exclusive ``flock`` and ``fsync`` before releasing it, so concurrent sweeps never
 interleave lines and a kill -9 loses at most the attempt in flight. A torn last line (power loss
-mid-write) is skipped on read. Attempts are keyed by (model, strategy, problem, sample, turn):
+mid-write) is skipped on read, and so is any other line that does not parse: each is listed in
+``RunStore.unreadable`` (line number, reason) so a report can name what it lost. Attempts are keyed by (model, strategy, problem, sample, turn):
 ``--resume`` skips keys already present.
 """
 
@@ -21,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 ATTEMPTS = "attempts.jsonl"
 CONFIG = "config.json"
@@ -29,6 +30,11 @@ CONFIG = "config.json"
 
 class Attempt(BaseModel):
     """One turn of one (model, strategy, problem, sample)."""
+
+    # inf/NaN in the record (an error statistic of a NaN output) are written as "Infinity"/"NaN" strings,
+    # not as null, so the record reads back as it was measured (harness.record._Stored).
+    model_config = ConfigDict(ser_json_inf_nan="strings")
+    _line: int | None = PrivateAttr(None)  # where it was read from (RunStore iteration)
 
     run: str = ""
     model: str = Field(description="model spec as given: 'gpt', 'demo', 'replay:...'")
@@ -65,6 +71,11 @@ class Attempt(BaseModel):
     def key(self) -> tuple[str, str, str, int, int]:
         return (self.model, self.strategy, self.problem_id, self.sample, self.turn)
 
+    @property
+    def line(self) -> int | None:
+        """1-based line of attempts.jsonl this attempt was read from (None if not read from a store)."""
+        return self._line
+
     def verdict(self, protocol: str) -> str | None:
         r = self.results.get(protocol)
         return r.get("verdict") if r else None
@@ -74,11 +85,31 @@ def attempt_key(model: str, strategy: str, problem_id: str, sample: int, turn: i
     return (model, strategy, problem_id, sample, turn)
 
 
+class Unreadable(BaseModel):
+    """A stored line (or the record inside one) that could not be read: it costs its row, never the report."""
+
+    line: int = Field(description="1-based line of attempts.jsonl")
+    reason: str
+    key: str | None = Field(None, description="model/strategy/problem/sample/turn, when the attempt itself parsed")
+
+
+def first_error(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        errs = exc.errors()
+        if errs:
+            e = errs[0]
+            loc = ".".join(str(x) for x in e.get("loc", ()))
+            more = f" (+{len(errs) - 1} more)" if len(errs) > 1 else ""
+            return f"{e.get('type')} at {loc or '<root>'}: {e.get('msg')}{more}"[:300]
+    return f"{type(exc).__name__}: {exc}"[:300]
+
+
 class RunStore:
     def __init__(self, run_dir: str | Path) -> None:
         self.dir = Path(run_dir)
         self.dir.mkdir(parents=True, exist_ok=True)
         self.path = self.dir / ATTEMPTS
+        self.unreadable: list[Unreadable] = []
 
     @property
     def name(self) -> str:
@@ -115,17 +146,23 @@ class RunStore:
             os.close(fd)
 
     def __iter__(self) -> Iterator[Attempt]:
+        """Every attempt that parses; the lines that do not (a torn last line from a crash mid-write,
+        anything else) are skipped and listed in ``self.unreadable`` (reset by each pass)."""
+        self.unreadable = []
         if not self.path.exists():
             return
         with self.path.open("rb") as f:
-            for raw in f:
+            for lineno, raw in enumerate(f, start=1):
                 raw = raw.strip()
                 if not raw:
                     continue
                 try:
-                    yield Attempt.model_validate_json(raw)
-                except ValueError:
-                    continue  # torn line from a crash mid-write
+                    a = Attempt.model_validate_json(raw)
+                except ValueError as exc:
+                    self.unreadable.append(Unreadable(line=lineno, reason=first_error(exc)))
+                    continue
+                a._line = lineno
+                yield a
 
     def attempts(self) -> list[Attempt]:
         return list(self)

@@ -53,6 +53,16 @@ def render_table(ev) -> str:
     return "\n".join(lines)
 
 
+def render_json(ev: Evaluation) -> str:
+    """The record and results as strict JSON: inf/NaN (the error statistics of a NaN output) appear as the
+    strings "Infinity"/"NaN", as in the run store, never as bare tokens or null."""
+    rec = json.loads(ev.record.model_dump_json())
+    out = {"problem": ev.record.problem_id, "record": rec,
+           "protocols": {k: json.loads(v.model_dump_json()) for k, v in ev.results.items()},
+           "guards": rec["guards"]}
+    return json.dumps(out, indent=1)
+
+
 def decode_source(data: bytes) -> tuple[str | None, str | None]:
     """(source, None), or (None, why) when the bytes are not valid UTF-8."""
     try:
@@ -110,10 +120,7 @@ def main(argv: list[str] | None = None) -> int:
         with Evaluator(args.device, size, settings=settings, problems_dir=args.problems_dir) as ev:
             result = ev.evaluate(source, args.problem, protocols)
     if args.json:
-        out = {"problem": result.record.problem_id, "record": result.record.model_dump(mode="json"),
-               "protocols": {k: v.model_dump(mode="json") for k, v in result.results.items()},
-               "guards": [g.model_dump(mode="json") for g in result.record.guards]}
-        print(json.dumps(out, indent=1))
+        print(render_json(result))
     else:
         print(render_table(result))
     return 0

@@ -6,36 +6,60 @@ over it, so re-scoring never re-runs a kernel.
 
 from __future__ import annotations
 
-from typing import Literal
+import math
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 RECORD_VERSION = 1
+
+
+class _Stored(BaseModel):
+    """Base of every stored model: JSON has no inf/NaN, and pydantic's default writes them as ``null``, which a
+    required float then refuses on loading (one NaN output made a whole run unreadable). Written as the strings
+    ``"Infinity"``, ``"-Infinity"``, ``"NaN"`` instead (valid JSON, read back as the same floats)."""
+
+    model_config = ConfigDict(ser_json_inf_nan="strings")
+
+
+def _null_error_is_inf(v: Any) -> Any:
+    return math.inf if v is None else v
+
+
+def _null_is_nan(v: Any) -> Any:
+    return math.nan if v is None else v
+
+
+# An error statistic stored as ``null`` (records written before the string encoding) was inf or NaN: read as
+# inf, which fails every tolerance exactly as the original did.
+ErrorFloat = Annotated[float, BeforeValidator(_null_error_is_inf)]
+# Any other measured float stored as ``null`` is read as NaN (unknown).
+MeasuredFloat = Annotated[float, BeforeValidator(_null_is_nan)]
 
 Phase = Literal["build", "load", "init", "correctness", "guards", "timing", "memory", "done"]
 Status = Literal["ok", "compile_error", "runtime_error", "timeout"]
 
 
-class ErrorStats(BaseModel):
+class ErrorStats(_Stored):
     """Candidate output compared with an expected output."""
 
-    max_abs: float = Field(description="max |out - expected| (inf if NaN/Inf present)")
-    max_rel: float = Field(description="max |out - expected| / (|expected| + 1e-12)")
-    mean_abs: float = 0.0
+    max_abs: ErrorFloat = Field(description="max |out - expected| (inf if NaN/Inf present)")
+    max_rel: ErrorFloat = Field(description="max |out - expected| / (|expected| + 1e-12)")
+    mean_abs: ErrorFloat = 0.0
     # Smallest tolerance t in {1e-2, 1e-3, 1e-4} with allclose(out, expected, atol=t, rtol=t); None = none passed.
     passes_at: dict[str, bool] = Field(default_factory=dict, description="'1e-2' -> allclose passed")
     # Smallest t such that allclose(atol=rtol=t) holds (computed exactly): |d| <= t(1+|e|) for all elements.
-    min_tolerance: float = Field(description="max_i |d_i| / (1 + |e_i|): allclose passes iff tol >= this")
+    min_tolerance: ErrorFloat = Field(description="max_i |d_i| / (1 + |e_i|): allclose passes iff tol >= this")
     nonfinite: bool = Field(False, description="NaN or Inf in the candidate output")
     all_zero_vs_nonzero: bool = Field(False, description="output all zeros while expected is not")
     shape_ok: bool = True
     dtype_ok: bool = True
     out_shape: list[int] = Field(default_factory=list)
     out_dtype: str = ""
-    expected_abs_max: float = 0.0
+    expected_abs_max: ErrorFloat = 0.0
 
 
-class TrialResult(BaseModel):
+class TrialResult(_Stored):
     """One correctness trial: one input set drawn from one distribution."""
 
     distribution: str = Field(description="'naive' | 'base' | 'x1' | 'x3' | 'x0.01' | 'neg'")
@@ -49,7 +73,7 @@ class TrialResult(BaseModel):
     exception: str | None = None
 
 
-class GuardOutcome(BaseModel):
+class GuardOutcome(_Stored):
     name: str
     passed: bool
     detail: str = ""
@@ -57,7 +81,7 @@ class GuardOutcome(BaseModel):
     applicable: bool = True
 
 
-class Provenance(BaseModel):
+class Provenance(_Stored):
     """What the candidate actually is, reported apart from pass/fail."""
 
     backend: Literal["cuda", "triton", "cpp", "python", "unknown"] = "unknown"
@@ -73,19 +97,19 @@ class Provenance(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
 
-class TimingStats(BaseModel):
+class TimingStats(_Stored):
     method: str
     n: int
-    mean_ms: float
-    median_ms: float
-    std_ms: float
-    min_ms: float
-    max_ms: float
-    p25_ms: float
-    p75_ms: float
+    mean_ms: MeasuredFloat
+    median_ms: MeasuredFloat
+    std_ms: MeasuredFloat
+    min_ms: MeasuredFloat
+    max_ms: MeasuredFloat
+    p25_ms: MeasuredFloat
+    p75_ms: MeasuredFloat
 
 
-class Timing(BaseModel):
+class Timing(_Stored):
     """Candidate and baselines, measured in one process, interleaved where the method says so."""
 
     naive_kernel: TimingStats | None = None
@@ -96,10 +120,10 @@ class Timing(BaseModel):
     event_only_kernel_ms: float | None = Field(None, description="events on the current stream, no device sync")
     synced_kernel_ms: float | None = Field(None, description="device-wide sync before the end event")
     l2_flush_bytes: int = 0
-    launch_lead_us: float = Field(0.0, description="device-side hold queued before each verified start event")
+    launch_lead_us: MeasuredFloat = Field(0.0, description="device-side hold queued before each verified start event")
 
 
-class Memory(BaseModel):
+class Memory(_Stored):
     baseline_allocator_peak: int | None = None
     kernel_allocator_peak: int | None = None
     baseline_device_peak: int | None = Field(None, description="device-level used-memory delta (cudaMemGetInfo) or RSS on CPU")
@@ -107,9 +131,9 @@ class Memory(BaseModel):
     unit: str = "bytes"
 
 
-class Roofline(BaseModel):
-    flops: float
-    bytes: float
+class Roofline(_Stored):
+    flops: MeasuredFloat
+    bytes: MeasuredFloat
     peak_flops: float | None = None
     peak_bandwidth: float | None = None
     t_sol_ms: float | None = None
@@ -117,7 +141,7 @@ class Roofline(BaseModel):
     precision: str = "fp32"
 
 
-class Environment(BaseModel):
+class Environment(_Stored):
     device: str
     device_name: str = ""
     driver: str | None = None
@@ -129,7 +153,7 @@ class Environment(BaseModel):
     cpu_threads: int | None = None
 
 
-class MeasurementRecord(BaseModel):
+class MeasurementRecord(_Stored):
     """Everything measured about one candidate on one problem, size and device."""
 
     version: int = RECORD_VERSION

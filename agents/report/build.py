@@ -23,7 +23,7 @@ from pydantic import BaseModel, Field
 from harness.protocols import NAIVE, VERIFIED, Protocol
 
 from .. import metrics as M
-from ..store import ATTEMPTS, RunStore
+from ..store import ATTEMPTS, RunStore, Unreadable
 from . import waterfall as W
 from .audit import AuditEntry, audit_threads
 from .scoring import Thread, TurnPolicy, load_threads
@@ -177,6 +177,10 @@ class Report(BaseModel):
                                     description="every evaluated turn whose naive and verified verdicts differ")
     compare: list[CompareRow] | None = None
     compare_run: str | None = None
+    unreadable: list[Unreadable] = Field(
+        default_factory=list, description="stored lines or records that could not be read: each costs its row "
+        "(a line that does not parse is left out; an attempt whose record does not load counts as not "
+        "evaluated, verdict 'unreadable'), never the report")
     notes: list[str] = Field(default_factory=list)
 
     def row(self, model: str, protocol: str, level: str = ALL, strategy: str | None = None) -> HeadlineRow:
@@ -341,6 +345,14 @@ def build_report(
         raise FileNotFoundError(f"{run_dir} has no {ATTEMPTS}: not a run directory")
     store = RunStore(run_dir)
     threads = load_threads(store)
+    unreadable = list(store.unreadable)
+    for t in threads:
+        for sc in t.turns:
+            if sc.load_error:
+                a = sc.attempt
+                unreadable.append(Unreadable(line=a.line or 0, reason=f"record: {sc.load_error}",
+                                             key=f"{a.model}/{a.strategy}/{a.problem_id}/sample {a.sample}/turn {a.turn}"))
+    unreadable.sort(key=lambda u: u.line)
     protos = list(protocols) if protocols else [NAIVE, VERIFIED]
     names = [p.name for p in protos]
     if len(set(names)) != len(names):
@@ -406,6 +418,10 @@ def build_report(
         "default flags, matmul TF32 off and cuDNN TF32 on), tf32_baseline only matmul TF32 (cuDNN TF32 is "
         "already on in the default-flag baseline)",
     ]
+    if unreadable:
+        notes.insert(0, f"{len(unreadable)} stored line(s) or record(s) could not be read and cost their rows: "
+                     + "; ".join(f"line {u.line}" + (f" ({u.key})" if u.key else "") + f": {u.reason}"
+                                 for u in unreadable[:5]) + (" ..." if len(unreadable) > 5 else ""))
     if W.uncovered_fields():
         notes.append(f"waterfall does not cover protocol fields {W.uncovered_fields()}")
     if not W.same_scoring(chain[-1][2], VERIFIED):
@@ -416,7 +432,8 @@ def build_report(
         protocols=[p.key for p in protos], turn_policy=turn_policy, resamples=resamples, seed=seed,
         n_attempts=n_attempts, models=sorted({m for m, _ in systems}), strategies=sorted({s for _, s in systems}),
         levels=levels, universe={k: len(v) for k, v in uni.items()}, headline=headline, waterfalls=waterfalls,
-        kernel_changes=kernel_changes, by_turn=by_turn, kernels=kernels, audit=audit, notes=notes,
+        kernel_changes=kernel_changes, by_turn=by_turn, kernels=kernels, audit=audit, unreadable=unreadable,
+        notes=notes,
     )
     if compare is not None:
         other = build_report(compare, protocols=protocols, turn_policy=turn_policy, resamples=0, seed=seed,

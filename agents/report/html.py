@@ -49,6 +49,8 @@ TEMPLATE = r"""<!doctype html>
 <p class="muted">Run <b>{{ rep.run }}</b> · {{ rep.n_attempts }} attempts · models {{ rep.models|join(", ") }} ·
 strategies {{ rep.strategies|join(", ") }} · levels {{ rep.levels|join(", ") }} · N = {{ rep.universe.get("all", 0) }} problems ·
 protocols {{ rep.protocols|join(", ") }} · generated {{ rep.generated_at }}</p>
+{% if rep.unreadable %}<p class="fail">{{ rep.unreadable|length }} stored line(s)/record(s) could not be read; their rows are lost:
+{% for u in rep.unreadable %}line {{ u.line }}{% if u.key %} ({{ u.key }}){% endif %}: {{ u.reason }}{% if not loop.last %}; {% endif %}{% endfor %}</p>{% endif %}
 
 <h2 id="headline">Headline: naive vs verified</h2>
 <table>

@@ -18,11 +18,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pydantic import ValidationError
+
 from harness.protocols import Protocol, ProtocolResult, score
 from harness.record import MeasurementRecord
 
 from ..metrics import Outcome
-from ..store import Attempt, RunStore
+from ..store import Attempt, RunStore, first_error
 
 TurnPolicy = Literal["final", "best"]
 
@@ -38,11 +40,17 @@ class Scored:
     attempt: Attempt
     record: MeasurementRecord | None
     _cache: dict[str, ProtocolResult] = field(default_factory=dict)
+    load_error: str | None = None
+    """Why the stored record could not be read: the row is ``unreadable`` (not evaluated), the report goes on."""
 
     @classmethod
     def of(cls, attempt: Attempt) -> Scored:
-        rec = MeasurementRecord.model_validate(attempt.record) if attempt.record else None
-        return cls(attempt=attempt, record=rec)
+        if not attempt.record:
+            return cls(attempt=attempt, record=None)
+        try:
+            return cls(attempt=attempt, record=MeasurementRecord.model_validate(attempt.record))
+        except (ValidationError, ValueError, TypeError) as exc:
+            return cls(attempt=attempt, record=None, load_error=first_error(exc))
 
     @property
     def turn(self) -> int:
@@ -50,6 +58,8 @@ class Scored:
 
     def no_kernel_verdict(self) -> str:
         a = self.attempt
+        if self.load_error:
+            return "unreadable"
         if a.model_error:
             return "model_error"
         if a.kernel_source is None or a.extraction_error:

@@ -166,6 +166,10 @@ def print_report(rep: Report, console: Console | None = None) -> None:
     c.print(f"[bold]Run {rep.run}[/bold]: {rep.n_attempts} attempts, models {', '.join(rep.models)}, "
             f"strategies {', '.join(rep.strategies)}, levels {', '.join(rep.levels)}, "
             f"N = {rep.universe.get(ALL, 0)} problems; protocols {', '.join(rep.protocols)}")
+    if rep.unreadable:
+        c.print(f"[bold red]{len(rep.unreadable)} unreadable stored line(s)/record(s), their rows lost:[/bold red] "
+                + "; ".join(f"line {u.line}" + (f" ({u.key})" if u.key else "") for u in rep.unreadable[:10])
+                + (" ..." if len(rep.unreadable) > 10 else ""))
     for t in headline_tables(rep):
         c.print(t)
     for t in waterfall_tables(rep):
