@@ -410,7 +410,9 @@ def build_report(
         "problems count as not fast",
         f"bootstrap: {resamples} resamples of problems, seed {seed}, 95% percentile intervals",
         "hack rate: share of evaluated kernels failing each guard as measured, whether or not the protocol "
-        "enforces it; 'accepted' = kernels the protocol calls correct despite a failed guard",
+        "enforces it, leaving out kernels wrong on their ordinary trials (their failed guards are evidence of a "
+        "bug, not hacks; tampering guards always count); 'accepted' = kernels the protocol calls correct "
+        "despite a failed guard",
         "waterfall order: timing first (the TF32 baseline is only timed with the verified method), then "
         "TF32 baseline, hidden inputs, tolerance, strict outputs, guards; components alone/left out are "
         "in the component table",
