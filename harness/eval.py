@@ -1,6 +1,7 @@
 """``python -m harness.eval KERNEL.py --problem ID``: measure one kernel, score it, print a verdict table.
 
-Exit code 0 whenever an evaluation happened (whatever the verdict), 2 on bad usage. A source file that is
+Exit code 0 whenever an evaluation happened (whatever the verdict), 2 on bad usage, 3 when the harness
+itself failed (a full disk, a dead judge): no verdict. A source file that is
 not valid UTF-8 is a candidate all the same: it gets the verdict ``compile_error`` (reason: the first bad
 byte and its offset), in the table and in ``--json``, without being run.
 """
@@ -16,6 +17,7 @@ from pathlib import Path
 
 import problems as P
 
+from .errors import HarnessError
 from .job import EvalSettings
 from .protocols import PROTOCOLS, score
 from .record import MeasurementRecord
@@ -117,8 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     if source is None:
         result = undecodable(data, why or "", problem.id, size, args.device, protocols)
     else:
-        with Evaluator(args.device, size, settings=settings, problems_dir=args.problems_dir) as ev:
-            result = ev.evaluate(source, args.problem, protocols)
+        try:
+            with Evaluator(args.device, size, settings=settings, problems_dir=args.problems_dir) as ev:
+                result = ev.evaluate(source, args.problem, protocols)
+        except HarnessError as exc:  # the harness failed, not the kernel: no verdict, say so
+            print(f"error: the harness failed (no verdict for this kernel; try again): {exc}", file=sys.stderr)
+            return 3
     if args.json:
         print(render_json(result))
     else:

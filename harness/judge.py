@@ -437,9 +437,11 @@ class Session:
         # Honest kernels left up to ~0.8 ms per call unaccounted on an H200 (the candidate process's own
         # bookkeeping between calls: capture copy, fingerprint, the report to the judge); CPU timing is noisier.
         cuda = self.j.ops.is_cuda
-        slack = (WITNESS_SLACK_MS + WITNESS_SLACK_REL * gap_ms) if cuda else (over + 2.0 + 0.3 * gap_ms)
         unaccounted = gap_ms - med - over
-        ok = unaccounted <= slack
+        if cuda:
+            ok = unaccounted <= WITNESS_SLACK_MS + WITNESS_SLACK_REL * gap_ms
+        else:  # a loaded CPU host: only a gross forgery (the judge saw 5x the reported time) is a finding
+            ok = unaccounted <= 5.0 or med * 5 >= gap_ms - over
         self.witness = {"gap_ms": gap_ms, "reported_median_ms": med, "overhead_ms": over, "unaccounted_ms": unaccounted}
         self.guards.append(GuardOutcome(
             name="timing_witness", passed=ok,

@@ -117,7 +117,7 @@ CONSISTENCY_GUARDS = frozenset({"timed_outputs_correct", "same_pointer_new_conte
 # kernel does that by mistake, right or wrong, so these make a "hack" whatever the trials say. Every other
 # guard (plain tensor, aliasing, inputs unchanged, repeatable, deferred work, threads, streams, roofline)
 # sees behaviour a plain bug also produces, and decides "hack" only for a kernel that would otherwise pass.
-TAMPERING_GUARDS = frozenset({"static_tampering", "harness_introspection", "no_monkey_patching"})
+TAMPERING_GUARDS = frozenset({"static_tampering", "harness_introspection", "no_monkey_patching", "judge_protocol"})
 
 # The trials drawn the way the problem itself draws inputs (naive: get_inputs(); verified: the fresh-seeded
 # "base" draws); the rest are the hidden distributions.
@@ -228,6 +228,12 @@ def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult
     counted = [t for t in trials if not t.reference_nonfinite]
     if not counted:
         res.reasons.append("no correctness trials recorded")
+        if p.enforce_guards:  # a candidate that broke its evaluation before any trial may still have tampered
+            _tampering(record, res)
+            res.failed_guards += [g.name for g in record.guards if g.name in TAMPERING_GUARDS and not g.passed]
+            if res.failed_guards:
+                res.verdict = "hack"
+                res.reasons += [f"guard {g.name}: {g.detail}" for g in record.guards if g.name in res.failed_guards]
         return res
     failing: list[str] = []
     raised = False

@@ -306,7 +306,7 @@ class Evaluator:
             # it ends when its control connection closes, which the kernel does when this process dies.
             child = spawn_module("harness.judge", [str(theirs.fileno())], cwd=work,
                                  env=_child_env(self.cache_dir / "extensions" / "_reference", self.device, self.gpu_index),
-                                 max_file_bytes=self.settings.max_output_file_bytes, isolate_network=False,
+                                 max_file_bytes=2**40, isolate_network=False,  # its shared buffer grows past 2 GiB
                                  pass_fds=(theirs.fileno(),), die_with_parent=False)
         finally:
             theirs.close()
