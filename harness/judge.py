@@ -175,10 +175,18 @@ class Judge:
             if isinstance(exact, torch.Tensor) and exact.dtype == torch.float64 and exact.numel() * 8 > 256 * 2**20:
                 exact = exact.float()  # large outputs: an fp32 copy of the exact value bounds memory
             exp = Expected(exact, stats)
+        del inputs
         if self._cached_bytes + exp.nbytes <= self.settings.expected_bytes_budget:
             self._cache[key] = exp
             self._cached_bytes += exp.nbytes
+        self.release()
         return exp
+
+    def release(self) -> None:
+        """Give freed device memory back: at full size a float64 reference of one trial holds tens of GB that
+        the candidate process needs next (the caching allocator would keep it reserved here)."""
+        if self.ops.is_cuda:
+            torch.cuda.empty_cache()
 
     def loop_overhead_ms(self, out_like: Expected) -> float:
         """What one verified timing iteration costs besides the kernel: L2 flush, persisting-L2 reset, sync,
@@ -332,6 +340,7 @@ class Session:
         off, cap = self._out_slot(in_bytes, exp)
         descs = pack_args(self.buf, inputs, grow=False)
         del inputs
+        self.j.release()
         like = {"numel": exp.out.numel(), "dtype": str(exp.out.dtype).removeprefix("torch.")} \
             if isinstance(exp.out, torch.Tensor) else {}
         self.conn.send("inputs", {"args": descs, "size": self.buf.size, "out_offset": off, "out_capacity": cap,
@@ -373,6 +382,7 @@ class Session:
             descs.append(pack_args(self.buf, s, grow=False, offset=base))
             base += args_nbytes(s)
         del sets
+        self.j.release()
         self.out_off, self.out_cap = off, cap
         self.timing_started = time.perf_counter()
         self.conn.send("timing_inputs", {"sets": descs, "size": self.buf.size, "out_offset": off, "out_capacity": cap})
