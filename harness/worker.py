@@ -304,6 +304,8 @@ def _judged_call(ctx: Ctx, kind: str, index: int) -> tuple[Any, list[Any]]:
         err = exc
     ctx.track_device_memory()
     ctx.judge.send_output(out, int(p.get("out_offset", 0)), int(p.get("out_capacity", 0)), err)
+    if ctx.ops.is_cuda:  # the judge computes the next reference on the same device: hand back what is free
+        torch.cuda.empty_cache()
     # Inputs unchanged, on every trial (signed hidden inputs expose in-place ops that torch.rand hides).
     if err is None and not ctx.mutated and (g := G.inputs_unchanged(inputs, pristine)) and not g.passed:
         ctx.mutated.append(f"{kind} {index}: {g.detail}")
