@@ -97,16 +97,3 @@ def perturbed_parameters(model: torch.nn.Module, seed: int) -> dict[str, torch.T
         noise = torch.randn(base.shape, generator=g) * (0.5 * spread)
         new[name] = (base + noise).to(dtype=p.dtype)
     return new
-
-
-def load_matching(model: torch.nn.Module, values: dict[str, torch.Tensor]) -> list[str]:
-    """Copy ``values`` into ``model``'s parameters where names and shapes match; returns the names loaded."""
-    loaded = []
-    params = dict(model.named_parameters())
-    with torch.no_grad():
-        for name, v in values.items():
-            p = params.get(name)
-            if p is not None and tuple(p.shape) == tuple(v.shape):
-                p.copy_(v.to(device=p.device, dtype=p.dtype))
-                loaded.append(name)
-    return loaded

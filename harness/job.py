@@ -73,7 +73,6 @@ class JobSpec(BaseModel):
     candidate_hash: str = ""
     fresh_seeds: list[int] = Field(default_factory=list)
     perturb_seed: int = 0
-    ref_dir: str = ""
     work_dir: str = ""
     extensions_dir: str = ""
     settings: EvalSettings = Field(default_factory=EvalSettings)

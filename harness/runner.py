@@ -580,6 +580,8 @@ class Evaluator:
                 # extend, not replace: findings sent earlier (harness_introspection) must survive
                 items = payload if kind == "guards" else [payload]
                 record.guards.extend(GuardOutcome.model_validate(x) for x in items)
+        if verdicts.get("kernel_ms") and record.timing.verified_kernel is not None:
+            record.timing.verified_kernel = summarize(verdicts["kernel_ms"], "verified")
         side = record.guard("no_unsynchronised_side_streams")
         if side is not None and not side.passed and record.timing.verified_kernel and record.timing.synced_kernel_ms:
             # the honest number for this kernel is the synced one

@@ -1,4 +1,5 @@
-"""The ``waits_for_caller_stream`` guard (harness.worker._early_start), exercised on the CPU.
+"""The ``waits_for_caller_stream`` guard (the candidate-side rewrite in harness.worker._rewritten_inputs; the
+judge compares what comes back with input set 1's answer), exercised on the CPU.
 
 On a GPU, work a candidate starts on its own stream without waiting for the caller's stream runs during
 the device-side hold, before the input rewrite queued behind it. Here the fake device below runs such
@@ -9,8 +10,10 @@ from __future__ import annotations
 
 import torch
 
+from harness.compare import error_stats
 from harness.device import DeviceOps
-from harness.worker import EARLY_START_HOLD_US, _early_start
+from harness.judge import Expected, verified_pass
+from harness.worker import EARLY_START_HOLD_US, _rewritten_inputs
 
 
 class FakeStreamDevice(DeviceOps):
@@ -53,22 +56,51 @@ def sets(n: int = 2) -> list[list[torch.Tensor]]:
     return [[torch.rand(16, 16, generator=g), torch.rand(16, 16, generator=g)] for _ in range(n)]
 
 
+class StubJudge:
+    """Stands in for the judge's side: takes the guard's output and judges it as the judge does, against
+    set 1's answer."""
+
+    def __init__(self, expected: torch.Tensor) -> None:
+        self.expected, self.requests, self.passed = Expected(expected.double()), [], None
+
+    def request(self, kind, payload=None):
+        self.requests.append((kind, payload))
+        return {"check": True}
+
+    def send_output(self, out, offset, capacity, exc=None):
+        self.passed = exc is None and verified_pass(error_stats(out, self.expected.out), self.expected)
+
+
+class Ctx:
+    def __init__(self, model, ops, inputs) -> None:
+        self.model_new, self.ops, self.timing_inputs = model, ops, inputs
+        self.judge = StubJudge(inputs[1][0] @ inputs[1][1]) if len(inputs) > 1 else None
+        self.guards, self.out_offset, self.out_capacity = [], 0, 0
+
+
+def early_start(model, inputs, ops) -> Ctx:
+    ctx = Ctx(model, ops, inputs)
+    _rewritten_inputs(ctx, "waits_for_caller_stream", EARLY_START_HOLD_US)
+    return ctx
+
+
 def test_work_ordered_after_the_callers_stream_passes_and_inputs_are_restored():
     ops, inputs = FakeStreamDevice(), sets()
     before = [x.clone() for x in inputs[0]]
-    g = _early_start(Ordered(), Ordered(), inputs, ops)
-    assert g.name == "waits_for_caller_stream" and g.applicable and g.passed, g.detail
+    ctx = early_start(Ordered(), inputs, ops)
+    assert ctx.judge.requests == [("guard_output", {"guard": "waits_for_caller_stream", "expect_set": 1,
+                                                    "hold_us": EARLY_START_HOLD_US})]
+    assert ctx.judge.passed and not ctx.guards
     assert ops.holds == [EARLY_START_HOLD_US]
     assert all(torch.equal(x, b) for x, b in zip(inputs[0], before, strict=True))
 
 
 def test_work_started_before_the_callers_stream_is_caught():
     ops, inputs = FakeStreamDevice(), sets()
-    g = _early_start(EarlyStart(ops, inputs[0]), Ordered(), inputs, ops)
-    assert g.applicable and not g.passed
-    assert "does not wait for the caller's" in g.detail
+    ctx = early_start(EarlyStart(ops, inputs[0]), inputs, ops)
+    assert ctx.judge.passed is False
 
 
-def test_not_applicable_on_a_cpu_or_with_one_input_set():
-    assert not _early_start(Ordered(), Ordered(), sets(), DeviceOps("cpu")).applicable
-    assert not _early_start(Ordered(), Ordered(), sets(1), FakeStreamDevice()).applicable
+def test_not_applicable_with_one_input_set():
+    ctx = early_start(Ordered(), sets(1), FakeStreamDevice())
+    assert [(g.name, g.applicable) for g in ctx.guards] == [("waits_for_caller_stream", False)]

@@ -105,7 +105,7 @@ class ModelNew(nn.Module):
     assert _verdicts(r) == ("correct", "correct")
     found = json.loads(spy.read_text())
     assert found["seen"], "the spy saw nothing"
-    assert not [p for p in found["seen"] if p.endswith(".pt") or p.endswith("summary.json")]
+    assert not [p for p in found["seen"] if "kv-eval-" in p and (p.endswith(".pt") or p.endswith("summary.json"))]
     # any job file a candidate can read (its own is gone; others may be mid-evaluation) holds no seed
     assert not [j for j in found["jobs"] if j.get("fresh_seeds") or j.get("perturb_seed")]
     assert not list(Path(ev._tmp_root).rglob("*.pt"))

@@ -11,8 +11,7 @@ from agents.report import build_report, render_html
 from agents.report import waterfall as W
 from agents.report.__main__ import main as cli
 from agents.report.audit import Audit, audit_record, audit_run
-from agents.report.synthetic import _attempt, record, synthetic_attempts, write_synthetic_run
-from agents.store import RunStore
+from agents.report.synthetic import record, synthetic_attempts, write_synthetic_run
 from harness import NAIVE, VERIFIED, GuardOutcome, MeasurementRecord, score
 
 RELU = "level1/19_ReLU"  # (a) correct under naive, incorrect under verified at hidden_inputs
@@ -67,7 +66,7 @@ def test_hidden_inputs_kernel_shows_its_failing_trial(audit):
     assert t.tf32_baseline_max_abs == 1e-6 and t.tf32_allowance == pytest.approx(4e-6)
     assert t.first_fails_at == "hidden_inputs"
     assert e.failed_guards == []
-    assert e.params.params == ["perturbed"] and e.params.mapping is None and e.params.source == "not recorded"
+    assert e.params.params == ["perturbed"] and e.params.mapping is None and e.params.skipped is None
 
 
 def test_guard_hack_shows_the_guard(audit):
@@ -137,36 +136,18 @@ def relu_record(**kw) -> MeasurementRecord:
                   naive_k=0.01, naive_b=0.10, ver_k=0.012, ver_tf32=0.10, **kw)
 
 
-class FutureRecord(MeasurementRecord):
-    """The record once the harness stores the perturbation's parameter mapping (issue 18, item 1)."""
+def test_parameter_mapping_and_skipped_perturbation_are_shown():
+    from agents.report.audit import params_line
 
-    param_mapping: dict[str, str] | None = None
-    perturbation_skipped: str | None = None
-
-
-def test_parameter_mapping_lights_up_when_the_record_has_it():
-    rec = FutureRecord(**relu_record().model_dump(), param_mapping={"ln.weight": "weight", "ln.bias": "bias"})
+    rec = relu_record().model_copy(update={"param_mapping": {"weight": "ln.weight", "bias": "ln.bias"}})
     e = audit_record(rec, model="m")
-    assert e.params.mapping == {"ln.weight": "weight", "ln.bias": "bias"} and e.params.source == "record"
-    skipped = FutureRecord(**relu_record().model_dump(), perturbation_skipped="no safe mapping: 2 weights of one shape")
+    assert e.params.mapping == {"weight": "ln.weight", "bias": "ln.bias"}
+    assert "mapping weight -> ln.weight, bias -> ln.bias" in params_line(e.params)
+    skipped = relu_record().model_copy(update={"perturbation_skipped": "no safe mapping: 2 weights of one shape"})
     e = audit_record(skipped)
     assert e.params.skipped == "no safe mapping: 2 weights of one shape" and e.params.mapping is None
-
-
-def test_parameter_mapping_read_from_the_stored_record(tmp_path):
-    """A stored record carrying the fields while the loaded model lacks them: read from the dict."""
-    a = _attempt("m", RELU, 1, relu_record())
-    a.record = {**a.record, "param_mapping": {"linear.weight": "w"}, "loaded_params": ["w"]}
-    store = RunStore(tmp_path / "r")
-    store.append(a)
-    (e,) = audit_run(store.dir).entries
-    assert e.params.mapping == {"linear.weight": "w"} and e.params.loaded == ["w"]
-    assert e.params.source == "stored record"
-    rec = FutureRecord(**relu_record().model_dump(), perturbation_skipped="no safe mapping")
-    from agents.report.audit import entry_lines, params_line
-
-    assert "perturbation skipped: no safe mapping" in params_line(audit_record(rec).params)
-    assert "mapping linear.weight -> w; loaded into w; from stored record" in "\n".join(entry_lines(e))
+    assert "perturbation skipped: no safe mapping" in params_line(e.params)
+    assert "mapping not recorded" in params_line(audit_record(relu_record()).params)
 
 
 def test_every_failed_guard_is_listed_with_severity_and_a_second_change_is_shown():

@@ -10,11 +10,9 @@ Per kernel (every evaluated turn, not only the final one):
 * the failing trials: distribution, seed, parameters, max abs / rel error, the tolerance the trial
   needed against the one allowed, the TF32 baseline's own error on that trial (and the k x TF32
   allowance), and the first waterfall step at which the trial fails;
-* the parameter mapping used for the perturbed parameters, read from the record where the harness
-  stores it (``param_mapping``, ``perturbation_skipped``, ``loaded_params``, looked up by name so an
-  optional field added to the record model later lights up without a change here; a stored record
-  that carries them while the loaded model does not is read from the stored dict), else what the
-  record has (the trials' ``params``, provenance notes);
+* the parameter mapping used for the perturbed parameters (the record's ``param_mapping`` and
+  ``perturbation_skipped``; records made before the harness stored them show the trials' ``params``
+  and the provenance notes);
 * every failed guard with its severity and detail, and whether the verified verdict counts it.
 
 Everything is a pure function of stored records: nothing is re-measured, and each trial is judged
@@ -25,7 +23,7 @@ the tolerance rules.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,8 +35,6 @@ from harness.record import MeasurementRecord, TrialResult
 from . import waterfall as W
 from .scoring import Thread, load_threads
 
-# Record fields the harness may add for the perturbation (issue 18, item 1); read by name.
-PARAM_FIELDS = ("param_mapping", "perturbation_skipped", "loaded_params")
 TEXT_TRIALS = 6  # trials shown per kernel in the text form (the JSON has all)
 
 
@@ -73,10 +69,8 @@ class GuardEvidence(BaseModel):
 
 class ParamEvidence(BaseModel):
     params: list[str] = Field(default_factory=list, description="parameter kinds seen in the verified trials")
-    mapping: dict[str, str] | None = Field(None, description="reference parameter -> candidate parameter")
+    mapping: dict[str, str] | None = Field(None, description="candidate tensor -> reference parameter")
     skipped: str | None = Field(None, description="why perturbation was skipped for this kernel")
-    loaded: list[str] | None = Field(None, description="candidate parameters the perturbed values were loaded into")
-    source: str = Field("not recorded", description="where mapping/skipped/loaded were read from")
     notes: list[str] = Field(default_factory=list, description="the record's provenance notes")
 
 
@@ -166,36 +160,9 @@ def _trial_evidence(record: MeasurementRecord, trial: TrialResult, kind: Literal
         shape_ok=e.shape_ok if e else True, dtype_ok=e.dtype_ok if e else True, out_dtype=e.out_dtype if e else "")
 
 
-def _lookup(record: MeasurementRecord, raw: Mapping[str, Any] | None, name: str) -> tuple[Any, str | None]:
-    """A parameter-mapping field by name: on the record model (or its provenance), else in the stored dict."""
-    for obj, where in ((record, "record"), (record.provenance, "record.provenance")):
-        v = getattr(obj, name, None)
-        if v is not None:
-            return v, where
-    for d, where in ((raw, "stored record"), ((raw or {}).get("provenance"), "stored record provenance")):
-        if isinstance(d, Mapping) and d.get(name) is not None:
-            return d[name], where
-    return None, None
-
-
-def param_evidence(record: MeasurementRecord, raw: Mapping[str, Any] | None = None) -> ParamEvidence:
-    pe = ParamEvidence(params=sorted({t.params for t in record.verified_trials}),
-                       notes=list(record.provenance.notes))
-    sources = []
-    for name in PARAM_FIELDS:
-        v, where = _lookup(record, raw, name)
-        if v is None:
-            continue
-        sources.append(where)
-        if name == "param_mapping" and isinstance(v, Mapping):
-            pe.mapping = {str(k): str(x) for k, x in v.items()}
-        elif name == "perturbation_skipped":
-            pe.skipped = str(v)
-        elif name == "loaded_params" and isinstance(v, list | tuple):
-            pe.loaded = [str(x) for x in v]
-    if sources:
-        pe.source = ", ".join(dict.fromkeys(sources))
-    return pe
+def param_evidence(record: MeasurementRecord) -> ParamEvidence:
+    return ParamEvidence(params=sorted({t.params for t in record.verified_trials}), mapping=record.param_mapping,
+                         skipped=record.perturbation_skipped, notes=list(record.provenance.notes))
 
 
 def _guard_evidence(record: MeasurementRecord, ver: ProtocolResult) -> list[GuardEvidence]:
@@ -210,13 +177,11 @@ def _guard_evidence(record: MeasurementRecord, ver: ProtocolResult) -> list[Guar
     return out
 
 
-def audit_record(record: MeasurementRecord, *, raw: Mapping[str, Any] | None = None,
-                 result: Callable[[Protocol], ProtocolResult] | None = None,
+def audit_record(record: MeasurementRecord, *, result: Callable[[Protocol], ProtocolResult] | None = None,
                  start: Protocol = NAIVE, end: Protocol = VERIFIED, **ident: Any) -> AuditEntry | None:
     """The adjudication block of one record, or None when its verdict is the same under both protocols.
 
-    ``raw`` is the record as stored (a dict; read only for parameter-mapping fields the loaded model
-    lacks); ``result`` scores under a protocol (default ``score(record, p)``; pass a cache);
+    ``result`` scores under a protocol (default ``score(record, p)``; pass a cache);
     ``ident`` fills the entry's identity (model, strategy, problem_id, level, sample, turn, final)."""
     res = result or (lambda p: score(record, p))
     naive, ver = res(start), res(end)
@@ -247,7 +212,7 @@ def audit_record(record: MeasurementRecord, *, raw: Mapping[str, Any] | None = N
         naive_verdict=naive.verdict, naive_speedup=naive.speedup,
         verified_verdict=ver.verdict, verified_speedup=ver.speedup,
         step=first.step, step_label=first.label, change=f"{first.before} -> {first.after}", path=path,
-        reasons=list(ver.reasons), failing_trials=failing, params=param_evidence(record, raw),
+        reasons=list(ver.reasons), failing_trials=failing, params=param_evidence(record),
         failed_guards=_guard_evidence(record, ver))
 
 
@@ -258,7 +223,7 @@ def audit_threads(threads: Iterable[Thread], start: Protocol = NAIVE, end: Proto
         for s in t.turns:
             if s.record is None:
                 continue
-            e = audit_record(s.record, raw=s.attempt.record, result=s.result, start=start, end=end,
+            e = audit_record(s.record, result=s.result, start=start, end=end,
                              model=t.model, strategy=t.strategy, problem_id=t.problem_id, level=t.level,
                              sample=t.sample, turn=s.turn, final=s is t.turns[-1])
             if e is not None:
@@ -316,12 +281,8 @@ def params_line(p: ParamEvidence) -> str:
         parts.append(f"perturbation skipped: {p.skipped}")
     if p.mapping is not None:
         parts.append("mapping " + (", ".join(f"{k} -> {v}" for k, v in p.mapping.items()) or "empty"))
-    if p.loaded is not None:
-        parts.append("loaded into " + (", ".join(p.loaded) or "nothing"))
-    if p.mapping is None and p.skipped is None and p.loaded is None:
-        parts.append("mapping not recorded (the record has no param_mapping/perturbation_skipped/loaded_params)")
-    else:
-        parts.append(f"from {p.source}")
+    if p.mapping is None and p.skipped is None:
+        parts.append("mapping not recorded (a record made before the harness stored it)")
     if p.notes:
         parts.append("notes: " + "; ".join(p.notes))
     return "; ".join(parts)
