@@ -50,6 +50,26 @@ TF32_ERROR_FACTOR = 4.0
 # candidate-side timer can hide: 1.5 ms + 25% of each call (benchmarks/results/h200_hack_suite_judge.md).
 WITNESS_SLACK_MS = 1.5
 WITNESS_SLACK_REL = 0.25
+# On a CPU host the timer's own work (cache flush) dominates small kernels and two busy cores stretch every
+# message round trip: only forgeries hiding more than this per call are findings there.
+CPU_WITNESS_SLACK_MS = 10.0
+
+
+def witness_verdict(gaps_s: list[float], reported_ms: list[float], overhead_ms: float, *,
+                    cuda: bool) -> tuple[bool, float, float, float]:
+    """Whether the reported kernel times explain the judge's clock between timed calls.
+
+    Returns (ok, gap_ms, reported median ms, unaccounted ms). A low quantile of the gaps, not the median: a
+    loaded host delays single wake-ups (each timed call is a few messages between two processes) by whole
+    scheduler slices, and such delays only ever add time; a forged timer shortens every call's report."""
+    gap_ms = sorted(gaps_s)[len(gaps_s) // 10] * 1e3
+    med = statistics.median(reported_ms)
+    unaccounted = gap_ms - med - overhead_ms
+    if cuda:
+        ok = unaccounted <= WITNESS_SLACK_MS + WITNESS_SLACK_REL * gap_ms
+    else:  # a loaded CPU host: only a gross forgery (the judge saw 5x the reported time) is a finding
+        ok = unaccounted <= max(CPU_WITNESS_SLACK_MS, overhead_ms) or med * 5 >= gap_ms - overhead_ms
+    return ok, gap_ms, med, unaccounted
 
 
 def _not_dumpable() -> None:
@@ -402,9 +422,12 @@ class Session:
         st = self.j.settings
         # At least a few checks expected even when the timer stops at its minimum number of calls.
         check = self.j.rng.random() < max(st.timed_check_fraction, min(1.0, 4.0 / max(1, st.verified_min_iters)))
+        # The release time is read before the reply goes out: the candidate process may run on before this
+        # process is scheduled again, and a late reading would shorten the next gap.
+        released = time.perf_counter()
         self.conn.send("check", {"check": check})
         if not check:
-            self.called_at.append((arrived, time.perf_counter()))
+            self.called_at.append((arrived, released))
             return
         exp = self._expected_timing(idx)
         st, exc = self._receive_output(self.out_off, self.out_cap, exp)
@@ -412,8 +435,9 @@ class Session:
         if exc is not None or st is None or not verified_pass(st, exp):
             why = exc[-200:] if exc else (f"max abs error {st.max_abs:.3g}, needs {st.min_tolerance:.3g}" if st else "no output")
             self.timed_failures.append(f"timed call on set {idx}: {why}")
+        released = time.perf_counter()
         self.conn.send("ok")
-        self.called_at.append((arrived, time.perf_counter()))
+        self.called_at.append((arrived, released))
 
     def _guard_output(self, p: dict) -> None:
         name = str(p.get("guard", ""))[:60]
@@ -441,17 +465,8 @@ class Session:
             self.guards.append(GuardOutcome(name="timing_witness", passed=True, applicable=False,
                                             detail="too few timed calls to witness"))
             return
-        gap_ms = statistics.median(sorted(gaps)[: max(3, len(gaps) // 2)]) * 1e3  # intra-round gaps are the short half
-        med = statistics.median(reported)
         over = self.j.loop_overhead_ms(self._expected_timing(0))
-        # Honest kernels left up to ~0.8 ms per call unaccounted on an H200 (the candidate process's own
-        # bookkeeping between calls: capture copy, fingerprint, the report to the judge); CPU timing is noisier.
-        cuda = self.j.ops.is_cuda
-        unaccounted = gap_ms - med - over
-        if cuda:
-            ok = unaccounted <= WITNESS_SLACK_MS + WITNESS_SLACK_REL * gap_ms
-        else:  # a loaded CPU host: only a gross forgery (the judge saw 5x the reported time) is a finding
-            ok = unaccounted <= 5.0 or med * 5 >= gap_ms - over
+        ok, gap_ms, med, unaccounted = witness_verdict(gaps, reported, over, cuda=self.j.ops.is_cuda)
         self.witness = {"gap_ms": gap_ms, "reported_median_ms": med, "overhead_ms": over, "unaccounted_ms": unaccounted}
         self.guards.append(GuardOutcome(
             name="timing_witness", passed=ok,

@@ -13,6 +13,7 @@ import pytest
 
 import harness
 from harness import EvalSettings
+from harness.judge import witness_verdict
 from harness.params import map_parameters
 
 SETTINGS = EvalSettings(naive_timing_trials=10, verified_min_iters=5, verified_max_iters=10,
@@ -81,6 +82,20 @@ class ModelNew(nn.Module):
 
 
 # -- the answers are out of reach ------------------------------------------------------------------------
+def test_witness_tolerates_scheduler_delays_but_not_a_forged_timer():
+    # An honest small kernel on a loaded host: most calls take ~1 ms, a few wake-ups came a slice late.
+    honest_gaps = [0.0011] * 16 + [0.012, 0.015, 0.02, 0.03]
+    assert witness_verdict(honest_gaps, [0.3] * 20, 0.6, cuda=True)[0]
+    assert witness_verdict(honest_gaps, [0.3] * 20, 4.0, cuda=False)[0]
+    # A timer that reports a fiftieth: every gap is long, whatever the host's load.
+    forged_gaps = [0.031 + 0.002 * (i % 3) for i in range(20)]
+    assert not witness_verdict(forged_gaps, [0.62] * 20, 4.0, cuda=False)[0]
+    assert not witness_verdict(forged_gaps, [0.62] * 20, 0.6, cuda=True)[0]
+    # On a GPU the bound is tighter: a 3x forgery of a 10 ms kernel is a finding, the honest report is not.
+    assert not witness_verdict([0.0106] * 20, [3.4] * 20, 0.5, cuda=True)[0]
+    assert witness_verdict([0.0106] * 20, [10.0] * 20, 0.5, cuda=True)[0]
+
+
 def test_no_expected_output_or_seed_is_on_disk(ev, tmp_path):
     spy = tmp_path / "seen.json"
     src = f"""
