@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import os
 import random
 import statistics
 import sys
@@ -53,6 +54,8 @@ WITNESS_SLACK_REL = 0.25
 # On a CPU host the timer's own work (cache flush) dominates small kernels and two busy cores stretch every
 # message round trip: only forgeries hiding more than this per call are findings there.
 CPU_WITNESS_SLACK_MS = 10.0
+# Expected outputs larger than this stay in host memory when the judge shares a GPU with the candidate.
+HOST_RESIDENT_BYTES = 512 * 2**20
 
 
 def witness_verdict(gaps_s: list[float], reported_ms: list[float], overhead_ms: float, *,
@@ -131,6 +134,9 @@ class Judge:
         self._models: dict[str, Any] = {}
         self._cache: dict[tuple, Expected] = {}
         self._cached_bytes = 0
+        # Host memory is shared with the candidate process (and its memory cap): at most a fifth of it.
+        ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        self._budget = min(self.settings.expected_bytes_budget, ram // 5)
         self.reference_precision = "float64"
         self.rng = random.SystemRandom()
         self._overhead_ms: float | None = None
@@ -176,27 +182,38 @@ class Judge:
             with tf32(None):
                 exp = Expected(_run(self._model("default", False), inputs, seed))
         else:
+            # The TF32 run first, so the fp32 inputs can go before their float64 copy exists: at full size
+            # each is several GB on the device the candidate process shares.
+            with tf32(True):
+                fast = _run(self._model(variant, False), inputs, seed)
             exact = None
             m64 = self._model(variant, True)
             if m64 is not None and self.reference_precision == "float64":
+                doubled = _to_double(inputs)
+                keep_fp32 = inputs
+                inputs = None
                 try:
                     with tf32(False):
-                        exact = _run(m64, _to_double(inputs), seed)
+                        exact = _run(m64, doubled, seed)
                 except Exception:  # noqa: BLE001 - some layers have no float64 kernel
                     exact = None
+                del doubled
+                inputs = keep_fp32 if exact is None else None
+                del keep_fp32
             if exact is None:
                 self.reference_precision = "float32-no-tf32"
+                inputs = inputs if inputs is not None else self.inputs(seed, scale)
                 with tf32(False):
                     exact = _run(self._model(variant, False), inputs, seed)
-            with tf32(True):
-                fast = _run(self._model(variant, False), inputs, seed)
             stats = error_stats(fast, exact) if not _nonfinite(exact) and isinstance(exact, torch.Tensor) else None
             del fast
             if isinstance(exact, torch.Tensor) and exact.dtype == torch.float64 and exact.numel() * 8 > 256 * 2**20:
                 exact = exact.float()  # large outputs: an fp32 copy of the exact value bounds memory
             exp = Expected(exact, stats)
         del inputs
-        if self._cached_bytes + exp.nbytes <= self.settings.expected_bytes_budget:
+        if self.ops.is_cuda and exp.nbytes > HOST_RESIDENT_BYTES:
+            exp.out = exp.out.cpu()  # compared chunk by chunk on the device; the device is the candidate's
+        if self._cached_bytes + exp.nbytes <= self._budget:
             self._cache[key] = exp
             self._cached_bytes += exp.nbytes
         self.release()
@@ -215,8 +232,10 @@ class Judge:
         if self._overhead_ms is not None:
             return self._overhead_ms
         clock = Clock(self.ops)
-        out = out_like.out if isinstance(out_like.out, torch.Tensor) else torch.empty(0, device=self.device)
-        slot = torch.empty_like(out, dtype=out.dtype if out.dtype != torch.float64 else torch.float32)
+        like = out_like.out if isinstance(out_like.out, torch.Tensor) else torch.empty(0)
+        dtype = like.dtype if like.dtype != torch.float64 else torch.float32
+        out = torch.zeros(like.shape, dtype=dtype, device=self.device)
+        slot = torch.empty_like(out)
         samples = []
         lead = self.settings.verified_launch_lead_us if self.ops.can_hold else 0.0
         for _ in range(12):
@@ -228,7 +247,8 @@ class Judge:
             slot.copy_(out)
             self.ops.sync()
             samples.append((time.perf_counter() - t0) * 1e3)
-        del slot
+        del slot, out
+        self.release()
         self._overhead_ms = statistics.median(samples[2:])
         return self._overhead_ms
 
@@ -389,19 +409,28 @@ class Session:
 
     def _timing_inputs(self) -> None:
         j = self.j
-        sets, descs = [], []
         for i, seed in enumerate(j.timing_seeds):
-            key = ("timing", i, self.variant)
-            self.timing_keys.append((key, seed))
-            sets.append(j.inputs(seed, 1.0))
-        total = sum(args_nbytes(s) for s in sets)
+            self.timing_keys.append((("timing", i, self.variant), seed))
+        # Every expected output now, before the candidate process holds its timing sets and outputs: at full
+        # size a float64 reference needs tens of GB of the device the two processes share. Beyond the
+        # memory budget they are recomputed at the checked calls instead.
         first = self._expected_timing(0)
-        off, cap = self._out_slot(total, first)
-        base = 0
-        for s in sets:
+        if self.timing_keys[0][0] in j._cache:
+            for i in range(1, len(self.timing_keys)):
+                self._expected_timing(i)
+        # One set at a time on the device: sizes first (drawing a set is cheap), then each set drawn and packed.
+        sizes = []
+        for _key, seed in self.timing_keys:
+            s = j.inputs(seed, 1.0)
+            sizes.append(args_nbytes(s))
+            del s
+        off, cap = self._out_slot(sum(sizes), first)
+        descs, base = [], 0
+        for (_key, seed), size in zip(self.timing_keys, sizes, strict=True):
+            s = j.inputs(seed, 1.0)
             descs.append(pack_args(self.buf, s, grow=False, offset=base))
-            base += args_nbytes(s)
-        del sets
+            base += size
+            del s
         self.j.release()
         self.out_off, self.out_cap = off, cap
         self.timing_started = time.perf_counter()

@@ -23,6 +23,7 @@ import torch
 from problems.module import exec_source
 
 from . import guards as G
+from .compare import close_in_chunks
 from .device import DeviceOps
 from .inputs import KERNELBENCH_SEED
 from .job import JobSpec
@@ -207,7 +208,7 @@ class Ctx:
     guards: list[GuardOutcome] = field(default_factory=list)
     mutated: list[str] = field(default_factory=list)
     threads_before: int = 0
-    first_out: Any = None
+    first_out_dtype: str | None = None
     timing_inputs: list[list[Any]] = field(default_factory=list)
     out_offset: int = 0
     out_capacity: int = 0
@@ -271,6 +272,8 @@ def phase_init(ctx: Ctx) -> bool:
 
 def _judged_call(ctx: Ctx, kind: str, index: int) -> tuple[Any, list[Any]]:
     """Ask the judge for a trial's inputs, call the candidate, hand the output back."""
+    if ctx.ops.is_cuda:  # the judge may compute this trial's reference on the same device: room for it
+        torch.cuda.empty_cache()
     p = ctx.judge.request(kind, {"index": index})
     inputs = unpack_args(ctx.judge.buf, p.get("args", []), ctx.device)
     pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
@@ -301,7 +304,7 @@ def phase_naive_correctness(ctx: Ctx) -> bool:
         if i == 0 and out is not None:
             ctx.guards.append(G.output_is_plain_tensor(out))
             ctx.guards.append(G.output_not_aliasing_inputs(out, inputs))
-            ctx.first_out = out
+            ctx.first_out_dtype = dtype_name(out.dtype) if isinstance(out, torch.Tensor) else None
         del out, inputs
     # JIT compilers start threads on first call; threads are counted from here on.
     ctx.threads_before = threading.active_count()
@@ -339,9 +342,8 @@ def phase_verified_correctness(ctx: Ctx) -> bool:
             name="persisting_l2_reset", passed=not changed, severity="suspicious",
             detail=f"the candidate changed the persisting-L2 limit from {ctx.l2_limit_before} to {limit} B; reset "
                    "before every timed iteration" if changed else f"persisting-L2 limit unchanged ({limit} B)"))
-    if ctx.first_out is not None:
-        ctx.chan.send("output_dtype", dtype_name(ctx.first_out.dtype) if isinstance(ctx.first_out, torch.Tensor) else None)
-    ctx.first_out = None
+    if ctx.first_out_dtype is not None:
+        ctx.chan.send("output_dtype", ctx.first_out_dtype)
     return True
 
 
@@ -356,7 +358,8 @@ def _repeatability(ctx: Ctx, out: Any, inputs: list[Any]) -> None:
         again = ctx.model_new(*inputs)
         ctx.ops.sync()
         same = isinstance(again, torch.Tensor) and first is not None and again.shape == first.shape and \
-            bool(torch.allclose(again.double(), first.double(), rtol=1e-5, atol=1e-6, equal_nan=True))
+            close_in_chunks(again, first, rtol=1e-5, atol=1e-6)
+        del again
         ctx.guards.append(GuardOutcome(name="repeatable_under_poisoned_memory", passed=same, detail="" if same else
                                        "two calls on identical inputs disagree after memory was re-poisoned "
                                        "(uninitialised or stale reads)"))
