@@ -16,6 +16,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
 
 import harness  # noqa: E402
 from harness import EvalSettings  # noqa: E402
+from problems.catalog import load  # noqa: E402
 
 PROBE = """
 import os, torch, torch.nn as nn
@@ -34,14 +35,21 @@ class ModelNew(nn.Module):
 
 
 def main() -> int:
-    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--also", default="", help="comma-separated problems to evaluate at full size with the reference "
+                                                "itself as the candidate (an honest kernel; expected verdict: correct)")
+    args = ap.parse_args()
+    runs = [("level1/19_ReLU", "honest relu + containment probe", PROBE), ("level1/19_ReLU", "identity 'relu'", IDENTITY)]
+    for pid in filter(None, args.also.split(",")):
+        src = load(pid).full_source() + "\n\nclass ModelNew(Model):\n    pass\n"
+        runs.append((pid, f"reference as candidate ({pid})", src))
     settings = EvalSettings(naive_timing_trials=20, verified_min_iters=10, verified_max_iters=30,
                             verified_seconds_per_subject=1.0)
     with harness.Evaluator("cuda", "full", settings=settings) as ev:
-        for name, src in (("honest relu + containment probe", PROBE), ("identity 'relu'", IDENTITY)):
+        for pid, name, src in runs:
             t = time.time()
             try:
-                r = ev.evaluate(src, "level1/19_ReLU")
+                r = ev.evaluate(src, pid)
             except Exception as exc:  # noqa: BLE001 - a harness error is a finding here
                 print(name, "HARNESS ERROR", repr(exc)[:600])
                 continue

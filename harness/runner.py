@@ -545,14 +545,21 @@ class Evaluator:
             record.provenance.notes.append(f"exact reference computed in {verdicts['reference_precision']}")
         record.output_dtype = verdicts.get("output_dtype")
         phase = "load"
-        done = False
+        done = candidate_ran = False
         for m in messages:
             kind, payload = m["kind"], m["payload"]
             if kind == "phase":
                 phase = payload
                 done = done or payload == "done"
+            elif kind == "candidate_code_starts":
+                candidate_ran = True
             elif kind == "harness_error":
-                raise HarnessError(str(payload))
+                if not candidate_ran:
+                    raise HarnessError(str(payload))
+                # After candidate code ran in that process, the message may be the candidate's own doing.
+                record.status, record.failed_phase = "runtime_error", phase
+                record.error = f"the candidate process reported a failure during {phase}: {str(payload)[:1000]}"
+                return
             elif kind == "judge_link_broken":
                 if any(g.name == "judge_protocol" for g in record.guards):
                     return  # judged on what reached the judge before the candidate broke the protocol
@@ -597,6 +604,9 @@ class Evaluator:
         elif res.timed_out:
             record.status, record.failed_phase = "timeout", phase
             record.error = f"no result within {res.seconds:.0f} s (stopped during {phase})"
+        elif not candidate_ran:
+            how = f"killed by {res.signal_name}" if res.signal_name else f"exited with code {res.returncode}"
+            raise HarnessError(f"the candidate process {how} before any candidate code ran\n{res.stderr_tail[-2000:]}")
         else:
             record.status, record.failed_phase = "runtime_error", phase
             how = f"killed by {res.signal_name}" if res.signal_name else f"exited with code {res.returncode}"

@@ -234,13 +234,18 @@ class Ctx:
 
 def phase_load(ctx: Ctx) -> bool:
     ctx.chan.send("phase", "load")
-    ctx.mod = exec_source(ctx.job.problem_source, f"<{ctx.job.problem_id}>")
-    ctx.l2_limit_before = ctx.ops.persisting_l2_limit() if ctx.ops.is_cuda else None  # the device's own setting
-    if ctx.ops.is_cuda:
-        ctx.nonalloc0 = (ctx.ops.used_bytes() or 0) - torch.cuda.memory_reserved()
-        ctx.nonalloc_peak = ctx.nonalloc0
-    ctx.audit = _HarnessIO(ctx.chan)
-    sys.addaudithook(ctx.audit.hook)
+    try:  # the harness's own setup: a failure here is never the candidate's verdict
+        ctx.mod = exec_source(ctx.job.problem_source, f"<{ctx.job.problem_id}>")
+        ctx.l2_limit_before = ctx.ops.persisting_l2_limit() if ctx.ops.is_cuda else None  # the device's own setting
+        if ctx.ops.is_cuda:
+            ctx.nonalloc0 = (ctx.ops.used_bytes() or 0) - torch.cuda.memory_reserved()
+            ctx.nonalloc_peak = ctx.nonalloc0
+        ctx.audit = _HarnessIO(ctx.chan)
+        sys.addaudithook(ctx.audit.hook)
+    except Exception as exc:  # noqa: BLE001
+        ctx.chan.send("harness_error", f"candidate process setup failed: {_trim(exc)}")
+        return False
+    ctx.chan.send("candidate_code_starts", None)
     t0 = time.perf_counter()
     try:
         from .candidate import import_candidate
@@ -544,15 +549,16 @@ def main(job_path: str) -> int:
     torch.set_grad_enabled(False)
     if job.settings.cpu_threads:
         torch.set_num_threads(job.settings.cpu_threads)
-    ops = DeviceOps(job.device)
-    try:
+    try:  # nothing of the candidate's has run yet: a failure here is the harness's
+        ops = DeviceOps(job.device)
         link = JudgeLink(job.judge_fd)
-    except WireError as exc:
-        chan.send("harness_error", f"no judge: {exc}")
+        ctx = Ctx(job=job, chan=chan, judge=link, ops=ops, source=source)
+        # Everything the timers rely on, captured before any candidate code runs.
+        ctx.snap_before = G.snapshot_functions()
+    except Exception as exc:  # noqa: BLE001
+        chan.send("harness_error", f"candidate process setup failed ({'no judge: ' if isinstance(exc, WireError) else ''}"
+                                   f"{_trim(exc)})")
         return 0
-    ctx = Ctx(job=job, chan=chan, judge=link, ops=ops, source=source)
-    # Everything the timers rely on, captured before any candidate code runs.
-    ctx.snap_before = G.snapshot_functions()
     timing, memory = Timing(l2_flush_bytes=ops.flush_bytes), Memory()
     try:
         for phase in (phase_load, phase_init, phase_naive_correctness, phase_verified_correctness, phase_provenance):

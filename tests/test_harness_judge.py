@@ -227,3 +227,22 @@ def test_a_full_disk_during_a_build_is_a_harness_error(monkeypatch, tmp_path):
         monkeypatch.setattr(runner.shutil, "disk_usage", lambda _p: type("U", (), {"free": 2**40})())
         r = e.evaluate(HONEST, RELU, build=bad)
         assert r.record.status == "compile_error"
+
+
+def test_a_candidate_claiming_a_harness_error_gets_a_verdict_not_a_retry(ev):
+    # The candidate finds the result channel in its own interpreter and reports a "harness failure": only
+    # the harness's setup, before candidate code runs, may end an evaluation without a verdict.
+    src = """
+import gc, torch, torch.nn as nn
+for o in gc.get_objects():
+    if type(o).__name__ == "Channel" and hasattr(o, "send"):
+        o.send("harness_error", "disk full, honestly")
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return x
+"""
+    r = ev.evaluate(src, RELU)
+    assert r.record.status == "runtime_error", (r.record.status, r.record.error)
+    assert "reported a failure" in r.record.error
+    naive, verified = _verdicts(r)
+    assert naive == "runtime_error" and verified in ("runtime_error", "hack")  # reaching the channel is tampering
