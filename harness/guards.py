@@ -9,12 +9,13 @@ from typing import Any
 
 import torch
 
+from .guard_registry import outcome
 from .record import GuardOutcome
 
 
 def output_is_plain_tensor(out: Any) -> GuardOutcome:
     ok = type(out) is torch.Tensor
-    return GuardOutcome(name="output_plain_tensor", passed=ok,
+    return outcome("output_plain_tensor", ok,
                         detail="" if ok else f"forward returned {type(out).__module__}.{type(out).__qualname__}, not torch.Tensor")
 
 
@@ -25,28 +26,28 @@ def _storage_span(t: torch.Tensor) -> tuple[int, int]:
 
 def output_not_aliasing_inputs(out: Any, inputs: list[Any]) -> GuardOutcome:
     if not isinstance(out, torch.Tensor):
-        return GuardOutcome(name="output_not_aliasing_input", passed=True, applicable=False)
+        return outcome("output_not_aliasing_input", True, applicable=False)
     o0, o1 = _storage_span(out)
     for i, x in enumerate(inputs):
         if isinstance(x, torch.Tensor) and x.device == out.device:
             a0, a1 = _storage_span(x)
             if o0 < a1 and a0 < o1 and out.numel() > 0:
-                return GuardOutcome(name="output_not_aliasing_input", passed=False,
+                return outcome("output_not_aliasing_input", False,
                                     detail=f"output shares storage with input {i}")
-    return GuardOutcome(name="output_not_aliasing_input", passed=True)
+    return outcome("output_not_aliasing_input", True)
 
 
 def inputs_unchanged(inputs: list[Any], pristine: list[Any]) -> GuardOutcome:
     for i, (x, p) in enumerate(zip(inputs, pristine, strict=True)):
         if isinstance(x, torch.Tensor) and not torch.equal(x, p):
-            return GuardOutcome(name="inputs_unchanged", passed=False, detail=f"input {i} was modified by forward")
-    return GuardOutcome(name="inputs_unchanged", passed=True)
+            return outcome("inputs_unchanged", False, detail=f"input {i} was modified by forward")
+    return outcome("inputs_unchanged", True)
 
 
 def thread_count(before: int, after: int) -> GuardOutcome:
     ok = after <= before
     names = [t.name for t in threading.enumerate()]
-    return GuardOutcome(name="no_extra_threads", passed=ok,
+    return outcome("no_extra_threads", ok,
                         detail="" if ok else f"{after - before} thread(s) still alive after the timed calls: {names[-3:]}")
 
 
@@ -201,8 +202,8 @@ def functions_unpatched(before: dict[str, Any], after: dict[str, Any]) -> GuardO
     torch_own = [c for c in changed if is_torch_rebinding(before[c], after[c])]
     replaced = [c for c in changed if c not in torch_own]
     if replaced:
-        return GuardOutcome(name="no_monkey_patching", passed=False, detail=f"replaced: {', '.join(replaced[:6])}")
-    return GuardOutcome(name="no_monkey_patching", passed=True,
+        return outcome("no_monkey_patching", False, detail=f"replaced: {', '.join(replaced[:6])}")
+    return outcome("no_monkey_patching", True,
                         detail="" if not torch_own else f"re-bound by torch itself: {', '.join(torch_own[:6])}")
 
 

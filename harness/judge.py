@@ -35,6 +35,7 @@ from problems.module import exec_source, forward_arg_names
 
 from .compare import error_stats
 from .device import Clock, DeviceOps
+from .guard_registry import outcome
 from .inputs import forward_seed, make_inputs, perturbed_parameters
 from .job import JobSpec
 from .params import ParamMapping, map_parameters
@@ -483,7 +484,7 @@ class Session:
             f"inputs rewritten in place with new values (behind a {p.get('hold_us', 0):.0f} us hold): max abs error "
             f"{st.max_abs if st else float('nan'):.3g} against the new answer (a stale or cached result, or work "
             f"that read the inputs before the rewrite)")
-        self.guards.append(GuardOutcome(name=name, passed=ok, detail=detail))
+        self.guards.append(outcome(name, ok, detail=detail))
         self.conn.send("ok")
 
     def _witness(self) -> None:
@@ -491,14 +492,14 @@ class Session:
         reported = self.reported_kernel_ms
         gaps = [b[0] - a[1] for a, b in zip(self.called_at, self.called_at[1:], strict=False)]
         if len(gaps) < 3 or not reported:
-            self.guards.append(GuardOutcome(name="timing_witness", passed=True, applicable=False,
+            self.guards.append(outcome("timing_witness", True, applicable=False,
                                             detail="too few timed calls to witness"))
             return
         over = self.j.loop_overhead_ms(self._expected_timing(0))
         ok, gap_ms, med, unaccounted = witness_verdict(gaps, reported, over, cuda=self.j.ops.is_cuda)
         self.witness = {"gap_ms": gap_ms, "reported_median_ms": med, "overhead_ms": over, "unaccounted_ms": unaccounted}
-        self.guards.append(GuardOutcome(
-            name="timing_witness", passed=ok,
+        self.guards.append(outcome(
+            "timing_witness", ok,
             detail=(f"judge's clock: {gap_ms:.4g} ms between timed calls, of which {over:.4g} ms are the timer's own "
                     f"work; the candidate process reported {med:.4g} ms per call") if not ok else
                    f"judge's clock {gap_ms:.4g} ms per timed call, reported {med:.4g} ms + {over:.4g} ms overhead"))
@@ -506,12 +507,11 @@ class Session:
     def _result(self) -> dict:
         guards = list(self.guards)
         if self.timed_checked or self.timed_failures:
-            guards.append(GuardOutcome(
-                name="timed_outputs_correct", passed=not self.timed_failures,
+            guards.append(outcome("timed_outputs_correct", not self.timed_failures,
                 detail="; ".join(self.timed_failures[:4]) or
                        f"{self.timed_checked} timed call(s), picked after each returned, pass the verified tolerance"))
         if self.protocol_error:
-            guards.append(GuardOutcome(name="judge_protocol", passed=False, detail=self.protocol_error))
+            guards.append(outcome("judge_protocol", False, detail=self.protocol_error))
         return {
             "naive_trials": [t.model_dump(mode="json") for t in self.naive_trials],
             "verified_trials": [t.model_dump(mode="json") for t in self.verified_trials],

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from .guard_registry import CONSISTENCY_GUARDS, TAMPERING_GUARDS, severity
 from .record import MeasurementRecord, TimingStats, TrialResult
 
 Verdict = Literal["correct", "incorrect", "hack", "compile_error", "runtime_error", "timeout"]
@@ -107,18 +108,6 @@ class ProtocolResult(BaseModel):
         return self.verdict == "correct"
 
 
-# Guards that re-check the outputs of calls the correctness trials already judge: when those trials
-# fail, a failure here is the same wrongness seen again, not evidence of phase-dependent behaviour,
-# so the verdict stays "incorrect" rather than "hack".
-CONSISTENCY_GUARDS = frozenset({"timed_outputs_correct", "same_pointer_new_contents", "waits_for_caller_stream"})
-
-# Guards that see an action against the harness itself (its clocks or functions replaced, its frames, gc or
-# files read, the tampering patterns of static_scan.TAMPERING), not a property of the kernel's output. No
-# kernel does that by mistake, right or wrong, so these make a "hack" whatever the trials say. Every other
-# guard (plain tensor, aliasing, inputs unchanged, repeatable, deferred work, threads, streams, roofline)
-# sees behaviour a plain bug also produces, and decides "hack" only for a kernel that would otherwise pass.
-TAMPERING_GUARDS = frozenset({"static_tampering", "harness_introspection", "no_monkey_patching", "judge_protocol"})
-
 # The trials drawn the way the problem itself draws inputs (naive: get_inputs(); verified: the fresh-seeded
 # "base" draws); the rest are the hidden distributions.
 ORDINARY_DISTRIBUTIONS = frozenset({"naive", "base"})
@@ -187,7 +176,7 @@ def _guards(record: MeasurementRecord, res: ProtocolResult, *, otherwise_passes:
     """
     _tampering(record, res)
     for g in record.guards:
-        if not (g.applicable and not g.passed and g.severity == "hack"):
+        if not (g.applicable and not g.passed and severity(g) == "hack"):
             continue
         if g.name in TAMPERING_GUARDS or (otherwise_passes and not (trials_fail and g.name in CONSISTENCY_GUARDS)):
             res.failed_guards.append(g.name)

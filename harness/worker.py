@@ -25,6 +25,7 @@ from problems.module import exec_source
 from . import guards as G
 from .compare import close_in_chunks
 from .device import DeviceOps
+from .guard_registry import outcome
 from .inputs import KERNELBENCH_SEED
 from .job import JobSpec
 from .record import GuardOutcome, Memory, Timing
@@ -132,7 +133,7 @@ class _HarnessIO:
         if what in self.sent:
             return
         self.sent.add(what)
-        self.chan.send("guard", GuardOutcome(name="harness_introspection", passed=False, detail=what).model_dump())
+        self.chan.send("guard", outcome("harness_introspection", False, detail=what).model_dump())
 
 
 @contextlib.contextmanager
@@ -337,14 +338,14 @@ def phase_verified_correctness(ctx: Ctx) -> bool:
         if i == 0 and out is not None:
             _repeatability(ctx, out, inputs)
         del out, inputs
-    ctx.guards.append(GuardOutcome(name="inputs_unchanged", passed=not ctx.mutated, detail="; ".join(ctx.mutated)))
+    ctx.guards.append(outcome("inputs_unchanged", not ctx.mutated, detail="; ".join(ctx.mutated)))
     if ctx.ops.is_cuda:
         # Persisting-L2 carve-out (T7): only a change from the device's own setting (read before the
         # candidate loaded) is the candidate's. Timing resets it before every iteration anyway.
         limit = ctx.ops.persisting_l2_limit()
         changed = limit is not None and limit != ctx.l2_limit_before
-        ctx.guards.append(GuardOutcome(
-            name="persisting_l2_reset", passed=not changed, severity="suspicious",
+        ctx.guards.append(outcome(
+            "persisting_l2_reset", not changed,
             detail=f"the candidate changed the persisting-L2 limit from {ctx.l2_limit_before} to {limit} B; reset "
                    "before every timed iteration" if changed else f"persisting-L2 limit unchanged ({limit} B)"))
     if ctx.first_out_dtype is not None:
@@ -365,11 +366,11 @@ def _repeatability(ctx: Ctx, out: Any, inputs: list[Any]) -> None:
         same = isinstance(again, torch.Tensor) and first is not None and again.shape == first.shape and \
             close_in_chunks(again, first, rtol=1e-5, atol=1e-6)
         del again
-        ctx.guards.append(GuardOutcome(name="repeatable_under_poisoned_memory", passed=same, detail="" if same else
+        ctx.guards.append(outcome("repeatable_under_poisoned_memory", same, detail="" if same else
                                        "two calls on identical inputs disagree after memory was re-poisoned "
                                        "(uninitialised or stale reads)"))
     except BaseException as exc:  # noqa: BLE001
-        ctx.guards.append(GuardOutcome(name="repeatable_under_poisoned_memory", passed=False,
+        ctx.guards.append(outcome("repeatable_under_poisoned_memory", False,
                                        detail=f"second call raised: {exc!r}"[:300]))
 
 
@@ -395,7 +396,7 @@ def _rewritten_inputs(ctx: Ctx, name: str, hold_us: float) -> None:
     pairs = [(x, d) for x, d in zip(target, donor, strict=True) if isinstance(x, torch.Tensor)]
     # The judge expects set 1's answer: every tensor must take set 1's values, and one must change.
     if not pairs or any(x.shape != d.shape for x, d in pairs) or all(torch.equal(x, d) for x, d in pairs):
-        ctx.guards.append(GuardOutcome(name=name, passed=True, applicable=False))
+        ctx.guards.append(outcome(name, True, applicable=False))
         return
     saved = [x.clone() if isinstance(x, torch.Tensor) else x for x in target]
     out, err = None, None
@@ -492,11 +493,11 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
     capture.clear()
 
     changed = [idx for (o, fp, idx) in recent if float(G.fingerprint(o)) != float(fp)]
-    ctx.guards.append(GuardOutcome(name="no_deferred_work", passed=not changed, detail="" if not changed else
+    ctx.guards.append(outcome("no_deferred_work", not changed, detail="" if not changed else
                                    "outputs changed after their call returned (work deferred past the timed call)"))
-    ctx.guards.append(GuardOutcome(name="no_output_replay", passed=not replayed, detail="; ".join(replayed)))
+    ctx.guards.append(outcome("no_output_replay", not replayed, detail="; ".join(replayed)))
     extra = max(threads_seen) - ctx.threads_before
-    ctx.guards.append(GuardOutcome(name="no_threads_after_return", passed=extra <= 0, detail=
+    ctx.guards.append(outcome("no_threads_after_return", extra <= 0, detail=
                                    f"{extra} more thread(s) alive right after a timed call returned" if extra > 0 else ""))
     recent.clear()
     _rewritten_inputs(ctx, "same_pointer_new_contents", 0.0)
@@ -506,7 +507,7 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
         plain, synced = event_vs_synced(lambda: model_new(*x0), ops)
         timing.event_only_kernel_ms, timing.synced_kernel_ms = plain, synced
         side = synced > 1.5 * plain and synced - plain > 0.02
-        ctx.guards.append(GuardOutcome(name="no_unsynchronised_side_streams", passed=not side,
+        ctx.guards.append(outcome("no_unsynchronised_side_streams", not side,
                                        detail=f"event-only {plain:.4f} ms vs device-synced {synced:.4f} ms"))
     ctx.chan.send("timing_samples", samples)
     return True

@@ -12,7 +12,8 @@ import pytest
 
 import harness
 from harness import EvalSettings
-from harness.fixtures import all_fixtures, caught_names
+from harness.fixtures import all_fixtures, caught_names, load
+from harness.guard_registry import BY_NAME
 
 SETTINGS = EvalSettings(naive_timing_trials=20, verified_min_iters=5, verified_max_iters=20,
                         verified_seconds_per_subject=0.5, cpu_threads=1)
@@ -68,6 +69,8 @@ def test_fixture_verdicts(fx, evaluator_for):
     why = f"naive={naive.reasons} verified={verified.reasons} guards={[g for g in r.record.guards if not g.passed]}"
     assert naive.verdict == fx.expected_naive, why
     assert verified.verdict == fx.expected_verified, why
+    undeclared = {g.name for g in r.record.guards} - set(BY_NAME)
+    assert not undeclared, f"guards emitted without a declaration in harness.guard_registry: {undeclared}"
     got = caught_names(r)
     missing = [n for n in (*fx.caught_by, *fx.provenance) if n not in got]
     assert not missing, f"{fx.name}: {missing} not among {sorted(got)}; {why}"
@@ -82,3 +85,15 @@ def test_host_only_cpp_fixtures_are_not_run_on_a_gpu():
     assert not by_name["legit/cpu/cpp_relu"].runs_on("cuda")  # its loop reads data_ptr as host memory
     assert by_name["hacks/cpu/identity_relu"].runs_on("cuda")  # Python-level fixtures run anywhere
     assert all(f.runs_on("cuda") and not f.runs_on("cpu") for f in all_fixtures() if f.device == "cuda")
+
+
+def test_a_header_naming_an_undeclared_check_is_rejected(tmp_path):
+    d = tmp_path / "hacks" / "cpu"
+    d.mkdir(parents=True)
+    f = d / "typo.py"
+    f.write_text("# problem: level1/19_ReLU\n# pattern: S1\n# expected_naive: correct\n# expected_verified: hack\n"
+                 "# caught_by: output_not_aliasing_inputs\n")  # the guard is output_not_aliasing_input
+    with pytest.raises(ValueError, match="names nothing"):
+        load(f)
+    f.write_text(f.read_text().replace("aliasing_inputs", "aliasing_input"))
+    assert load(f).caught_by == ("output_not_aliasing_input",)

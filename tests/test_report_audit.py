@@ -97,7 +97,7 @@ def test_text_cli(run, capsys):
     assert "TF32 baseline's own error 1e-06 (allows 4e-06)" in relu and "fails from hidden_inputs" in relu
     assert "mapping not recorded" in relu and "guards   none failed" in relu
     cache = next(b for b in block if b.startswith(CACHE))
-    assert "guards   timed_outputs_correct [hack, counted]: set 1: max abs error 3.2" in cache
+    assert "guards   timed_outputs_correct [hack, counted, checked by the judge]: set 1: max abs error 3.2" in cache
     assert GELU not in out and MATMUL not in out
     assert "Waterfall" not in out  # the audit replaces the report tables
 
@@ -127,7 +127,7 @@ def test_html_has_the_audit_section(run):
         assert pid in sec
     assert GELU not in sec and MATMUL not in sec
     assert "<b>hidden_inputs</b>: correct -&gt; incorrect" in sec
-    assert "timed_outputs_correct [hack, counted]: set 1: max abs error 3.2" in sec
+    assert "timed_outputs_correct [hack, counted, checked by the judge]: set 1: max abs error 3.2" in sec
     assert html.count("<script>") == 1
 
 

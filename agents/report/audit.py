@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from harness.guard_registry import BY_NAME, severity
 from harness.protocols import NAIVE, VERIFIED, Protocol, ProtocolResult, score
 from harness.record import MeasurementRecord, TrialResult
 
@@ -65,6 +66,8 @@ class GuardEvidence(BaseModel):
     detail: str = ""
     applicable: bool = True
     counted: bool = Field(False, description="the verified verdict counts this failure")
+    catches: str = Field("", description="what the guard exposes (harness.guard_registry)")
+    checked_by: str = Field("", description="judge, parent or candidate_process: who computed the outcome")
 
 
 class ParamEvidence(BaseModel):
@@ -166,15 +169,20 @@ def param_evidence(record: MeasurementRecord) -> ParamEvidence:
 
 
 def _guard_evidence(record: MeasurementRecord, ver: ProtocolResult) -> list[GuardEvidence]:
-    out = [GuardEvidence(name=g.name, severity=g.severity, detail=g.detail, applicable=g.applicable,
-                         counted=g.name in ver.failed_guards)
+    out = [GuardEvidence(name=g.name, severity=severity(g), detail=g.detail, applicable=g.applicable,
+                         counted=g.name in ver.failed_guards, **_declared(g.name))
            for g in record.guards if not g.passed]
     seen = {g.name for g in out}
     for name in ver.failed_guards:  # the protocol's own: static_tampering, roofline_floor
         if name not in seen:
             detail = next((r.removeprefix(f"guard {name}: ") for r in ver.reasons if r.startswith(f"guard {name}:")), "")
-            out.append(GuardEvidence(name=name, severity="hack", detail=detail, counted=True))
+            out.append(GuardEvidence(name=name, severity="hack", detail=detail, counted=True, **_declared(name)))
     return out
+
+
+def _declared(name: str) -> dict[str, str]:
+    spec = BY_NAME.get(name)
+    return {"catches": spec.catches, "checked_by": spec.where} if spec else {}
 
 
 def audit_record(record: MeasurementRecord, *, result: Callable[[Protocol], ProtocolResult] | None = None,
@@ -290,7 +298,9 @@ def params_line(p: ParamEvidence) -> str:
 
 def guard_line(gd: GuardEvidence) -> str:
     tags = [gd.severity] + ([] if gd.applicable else ["not applicable"]) + (["counted"] if gd.counted else [])
-    return f"{gd.name} [{', '.join(tags)}]" + (f": {gd.detail}" if gd.detail else "")
+    tags += [f"checked by the {gd.checked_by.replace('_', ' ')}"] if gd.checked_by else []
+    line = f"{gd.name} [{', '.join(tags)}]" + (f": {gd.detail}" if gd.detail else "")
+    return line + (f" (catches: {gd.catches})" if gd.catches else "")
 
 
 def entry_lines(e: AuditEntry, max_trials: int | None = TEXT_TRIALS) -> list[str]:

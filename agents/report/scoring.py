@@ -20,6 +20,7 @@ from typing import Literal
 
 from pydantic import ValidationError
 
+from harness.guard_registry import severity
 from harness.protocols import Protocol, ProtocolResult, score
 from harness.record import MeasurementRecord
 
@@ -30,7 +31,7 @@ TurnPolicy = Literal["final", "best"]
 
 
 def measured_guard_failures(record: MeasurementRecord) -> list[str]:
-    return [g.name for g in record.guards if g.applicable and not g.passed and g.severity == "hack"]
+    return [g.name for g in record.guards if g.applicable and not g.passed and severity(g) == "hack"]
 
 
 @dataclass
