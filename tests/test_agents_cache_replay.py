@@ -154,3 +154,10 @@ def test_replay_inventory(recordings):
     assert replay_inventory(recordings / "run") == [(1, 19, 0), (1, 19, 1), (2, 12, 0)]
     assert replay_inventory(recordings / "kb") == [(1, 23, 0)]
     assert replay_inventory(recordings) == [(1, 19, 0), (1, 19, 1), (1, 23, 0), (2, 12, 0)]
+
+
+def test_a_recording_that_is_not_utf8_is_that_turns_error_not_a_crash(recordings):
+    (recordings / "run" / "level_1_problem_30_sample_0_kernel.py").write_bytes(b"# caf\xe9\n" + KERNEL.encode())
+    c = replay(recordings / "run", 1, 30)
+    assert c.finish == "error" and "cannot read" in c.error and "utf-8" in c.error.lower() and c.text == ""
+    assert replay(recordings / "run", 1, 19).finish == "stop"  # the others still replay

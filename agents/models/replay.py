@@ -93,7 +93,13 @@ class ReplayClient:
             error = self._missing(c.level, c.number, c.sample, c.turn)
             return Completion(text="", finish="error", error=error, cost_usd=0.0, model=self.model,
                               provider=self.provider)
-        text = as_answer(path)
+        try:
+            text = as_answer(path)
+        except (UnicodeDecodeError, OSError) as exc:
+            # A corrupt recording is that turn's error, never the sweep's crash (and never silently repaired:
+            # replacing bytes could change what the kernel does).
+            return Completion(text="", finish="error", error=f"replay: cannot read {path}: {exc}", cost_usd=0.0,
+                              model=self.model, provider=self.provider)
         return Completion(
             text=text,
             finish="stop",
