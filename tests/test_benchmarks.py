@@ -140,3 +140,42 @@ def test_session_kernel_filter_picks_the_long_kernels_and_one_short_one():
     wanted = text.split('REPRO_KERNELS:-')[1].split('}')[0].lower().split(",")
     picked = [k for k in reproducibility.KERNELS if any(w in k[0].lower() for w in wanted)]
     assert len(picked) == 7 and sum("ReLU, CUDA grid" in k[0] for k in picked) == 1
+
+
+def test_leaderboard_corpus_is_laid_out_for_replay(tmp_path):
+    from corpora import Source, leaderboard
+
+    src = tmp_path / "lb"
+    (src / "docs" / "assets" / "problems").mkdir(parents=True)
+    (src / "docs" / "assets" / "solutions").mkdir()
+    (src / "docs" / "assets" / "problems" / "l1_p19.py").write_text("# relu problem\n")
+    for f in ("aa", "bb", "cc"):
+        (src / "docs" / "assets" / "solutions" / f"{f}.py").write_text(f"# kernel {f}\n")
+    (src / "docs" / "assets" / "data.json").write_text(json.dumps({
+        "Level 1: 19_ReLU": [{"display_name": "gpt-4o", "torch_speedup": 1.5, "file": "aa"},
+                             {"display_name": "gpt-4o", "torch_speedup": "n/a", "file": "bb"},
+                             {"display_name": "claude 3.5/sonnet", "torch_speedup": 0.5, "file": "cc"}],
+        "not a problem key": []}))
+    out = tmp_path / "out"
+    summary = leaderboard(Source(src), out)
+    assert summary == {"kernels": 3, "problems": 1, "models": ["claude-3.5-sonnet", "gpt-4o"]}
+    assert (out / "problems" / "level1" / "19_ReLU.py").read_text() == "# relu problem\n"
+    assert (out / "replay" / "gpt-4o" / "level_1_problem_19_sample_1_kernel.py").read_text() == "# kernel bb\n"
+    from agents.models.replay import replay_inventory
+
+    assert replay_inventory(out / "replay" / "gpt-4o") == [(1, 19, 0), (1, 19, 1)]
+    reported = json.loads((out / "reported.json").read_text())
+    assert [r["speedup"] for r in reported] == [1.5, None, 0.5]
+
+
+def test_full_size_sweep_reads_verdicts_and_survives_a_torn_line(tmp_path):
+    from full_size_sweep import read_run
+
+    (tmp_path / "attempts.jsonl").write_text(
+        json.dumps({"results": {"naive": {"verdict": "correct"}, "verified": {"verdict": "hack"}}}) + "\n"
+        + json.dumps({"results": {"naive": {"verdict": "correct"}, "verified": {"verdict": "correct"}}}) + "\n"
+        + '{"results": {"naive"')
+    (tmp_path / "errors.jsonl").write_text('{"error": "judge failed"}\n')
+    run = read_run(tmp_path)
+    assert run["attempts"] == 2 and run["harness_errors"] == 1
+    assert run["verdicts"] == {"naive": {"correct": 2}, "verified": {"hack": 1, "correct": 1}}
