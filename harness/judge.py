@@ -40,8 +40,9 @@ from .inputs import forward_seed, make_inputs, perturbed_parameters
 from .job import JobSpec
 from .params import ParamMapping, map_parameters
 from .record import ErrorStats, GuardOutcome, TrialResult
-from .reference import build_model, environment, tf32, trial_plan
+from .reference import build_model, environment, pytorch_default_flags, tf32, trial_plan
 from .shm import DTYPES, SharedBuffer, args_nbytes, pack_args
+from .timing import naive_samples, verified_call
 from .wire import Conn, WireError
 
 PR_SET_DUMPABLE = 4
@@ -55,6 +56,8 @@ WITNESS_SLACK_REL = 0.25
 # On a CPU host the timer's own work (cache flush) dominates small kernels and two busy cores stretch every
 # message round trip: only forgeries hiding more than this per call are findings there.
 CPU_WITNESS_SLACK_MS = 10.0
+# Baselines the judge times, by request name -> record field.
+BASELINE_SUBJECTS = {"naive": "naive_baseline_fp32", "tf32": "verified_baseline_tf32", "fp32": "verified_baseline_fp32"}
 # Expected outputs larger than this stay in host memory when the judge shares a GPU with the candidate.
 HOST_RESIDENT_BYTES = 512 * 2**20
 
@@ -279,6 +282,10 @@ class Session:
         self.protocol_error: str | None = None
         self.timing_started: float | None = None
         self.reported_kernel_ms: list[float] = []
+        # The baselines are timed here, on the judge's own copies of the timing sets: code in the candidate's
+        # process (a global forward hook, a flag, a patched op) cannot slow them down to flatter a kernel.
+        self.timing_sets: list[list[Any]] = []
+        self.baseline_ms: dict[str, list[float]] = {k: [] for k in BASELINE_SUBJECTS.values()}
 
     # Each request kind may come once per index, in this order; anything else ends the session.
     def run(self) -> dict:
@@ -327,9 +334,13 @@ class Session:
                 self._timing_inputs()
             elif kind == "called" and self.timing_started is not None:
                 self._called(p)
+            elif kind == "baseline" and self.timing_started is not None and self.timing_sets:
+                self._baseline(p)
             elif kind == "guard_output" and self.timing_started is not None:
                 self._guard_output(p)
             elif kind == "timing_done" and self.timing_started is not None:
+                self.timing_sets = []
+                self.j.release()
                 self._witness()
                 self.conn.send("ok")
             elif kind == "finish":
@@ -431,11 +442,45 @@ class Session:
             s = j.inputs(seed, 1.0)
             descs.append(pack_args(self.buf, s, grow=False, offset=base))
             base += size
+            self.timing_sets.append(s)  # the baselines' inputs: the same values the kernel gets
             del s
         self.j.release()
         self.out_off, self.out_cap = off, cap
         self.timing_started = time.perf_counter()
         self.conn.send("timing_inputs", {"sets": descs, "size": self.buf.size, "out_offset": off, "out_capacity": cap})
+
+    def _baseline(self, p: dict) -> None:
+        """Time the reference here: a naive loop, or one round of the verified method (or untimed warm-up
+        calls), on the input sets the kernel is timed on. Settings come from the job, not the request."""
+        subject, n, start = p.get("subject"), p.get("n"), p.get("start", 0)
+        if subject not in BASELINE_SUBJECTS or not isinstance(n, int) or not 0 < n <= 100_000 \
+                or not isinstance(start, int) or start < 0:
+            raise WireError(f"bad baseline request {str(p)[:120]}")
+        j, sets = self.j, self.timing_sets
+        model = j._model(self.variant, False)
+        st = j.settings
+        flags = tf32(True) if subject == "tf32" else pytorch_default_flags()
+        samples: list[float] = []
+        with torch.no_grad(), flags:
+            if subject == "naive":
+                if self.baseline_ms["naive_baseline_fp32"]:
+                    raise WireError("the naive baseline was asked for twice")
+                samples = naive_samples(lambda: model(*sets[0]), j.ops, st.naive_warmup, st.naive_timing_trials)
+            elif not p.get("timed", True):
+                for k in range(n):
+                    model(*sets[(start + k) % len(sets)])
+                j.ops.sync()
+            else:
+                clock = Clock(j.ops)
+                lead = st.verified_launch_lead_us if j.ops.can_hold else 0.0
+                for k in range(n):
+                    idx = (start + k) % len(sets)
+                    ms, out = verified_call(clock, j.ops, lambda idx=idx: model(*sets[idx]), lead)
+                    del out
+                    samples.append(ms)
+                j.ops.sync()
+        self.baseline_ms[BASELINE_SUBJECTS[subject]].extend(samples)
+        self.conn.send("baseline", {"ms": samples})
 
     def _expected_timing(self, idx: int) -> Expected:
         key, seed = self.timing_keys[idx]
@@ -523,6 +568,7 @@ class Session:
             # The kernel times as they reached the judge, one per timed call, the ones the witness checked:
             # the record takes these, not a second copy the candidate process could send the parent.
             "kernel_ms": self.reported_kernel_ms,
+            "baseline_ms": self.baseline_ms,
         }
 
 

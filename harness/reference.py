@@ -32,6 +32,18 @@ def tf32(enabled: bool | None):
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = m, c
 
 
+@contextlib.contextmanager
+def pytorch_default_flags():
+    """PyTorch's own defaults (matmul TF32 off, cuDNN TF32 on), whatever was set globally: the fp32 baselines
+    are timed with the defaults, as KernelBench's (B3)."""
+    m, c = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = False, True
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = m, c
+
+
 def build_model(mod, device: str) -> torch.nn.Module:
     torch.manual_seed(KERNELBENCH_SEED)
     init = mod.get_init_inputs()

@@ -589,6 +589,10 @@ class Evaluator:
                 record.guards.extend(GuardOutcome.model_validate(x) for x in items)
         if verdicts.get("kernel_ms") and record.timing.verified_kernel is not None:
             record.timing.verified_kernel = summarize(verdicts["kernel_ms"], "verified")
+        # The baselines as the judge timed them, never a copy the candidate's process passed on.
+        for field_name, ms in (verdicts.get("baseline_ms") or {}).items():
+            if field_name in _SAMPLED and ms and getattr(record.timing, field_name) is not None:
+                setattr(record.timing, field_name, summarize(ms, "naive" if field_name.startswith("naive") else "verified"))
         side = record.guard("no_unsynchronised_side_streams")
         if side is not None and not side.passed and record.timing.verified_kernel and record.timing.synced_kernel_ms:
             # the honest number for this kernel is the synced one

@@ -43,12 +43,21 @@ def time_naive(fn: Callable[[], object], ops: DeviceOps, warmup: int = 3, trials
 
 @dataclass
 class Subject:
-    """Something to time with the verified method: a callable over an input-set index."""
+    """Something to time with the verified method: a callable over an input-set index, or a round timed
+    elsewhere (``remote(start_set, calls, timed) -> times``: the judge's process times the baselines, where
+    the candidate's code cannot slow them down)."""
 
     name: str
-    fn: Callable[[int], object]
+    fn: Callable[[int], object] | None = None
     samples: list[float] = field(default_factory=list)
     on_output: Callable[[int, object], None] | None = None
+    remote: Callable[[int, int, bool], list[float]] | None = None
+
+    def call(self, idx: int) -> None:
+        if self.remote is not None:
+            self.remote(idx, 1, False)
+        else:
+            self.fn(idx)
 
 
 @dataclass
@@ -69,13 +78,13 @@ def warm_up(subjects: list[Subject], n_sets: int, ops: DeviceOps, calls: int, se
     (benchmarks/clock_ramp.py), and the first timed rounds of a short kernel would catch that."""
     for s in subjects:
         for i in range(calls):
-            s.fn(i % n_sets)
+            s.call(i % n_sets)
     ops.sync()
     t0 = time.perf_counter()
     i = 0
     while time.perf_counter() - t0 < seconds:
         for s in subjects:
-            s.fn(i % n_sets)
+            s.call(i % n_sets)
         i += 1
         ops.sync()
 
@@ -91,19 +100,31 @@ def time_verified(subjects: list[Subject], n_sets: int, ops: DeviceOps, budget: 
         if not active:
             break
         for s in active:
+            if s.remote is not None:
+                t0 = time.perf_counter()
+                s.samples.extend(s.remote(it % n_sets, budget.round_size, True))
+                it += budget.round_size
+                spent[s.name] += time.perf_counter() - t0
+                continue
             for _ in range(budget.round_size):
                 idx = it % n_sets
                 it += 1
-                ops.flush_l2()
-                ops.reset_persisting_l2()
-                ops.sync()
                 t0 = time.perf_counter()
-                ms, out = clock.interval(functools.partial(s.fn, idx), sync_before_end=False, lead_us=budget.launch_lead_us)
+                ms, out = verified_call(clock, ops, functools.partial(s.fn, idx), budget.launch_lead_us)
                 s.samples.append(ms)
                 if s.on_output is not None:
                     s.on_output(idx, out)
                 del out
                 spent[s.name] += time.perf_counter() - t0
+
+
+def verified_call(clock: Clock, ops: DeviceOps, fn: Callable[[], object], lead_us: float) -> tuple[float, object]:
+    """One timed iteration of the verified method: L2 flushed, persisting L2 reset, device idle, then the
+    interval (behind the launch hold where the device has one)."""
+    ops.flush_l2()
+    ops.reset_persisting_l2()
+    ops.sync()
+    return clock.interval(fn, sync_before_end=False, lead_us=lead_us)
 
 
 def _done(s: Subject, spent: float, b: VerifiedBudget) -> bool:

@@ -136,18 +136,6 @@ class _HarnessIO:
         self.chan.send("guard", outcome("harness_introspection", False, detail=what).model_dump())
 
 
-@contextlib.contextmanager
-def _pytorch_default_flags():
-    """PyTorch's own defaults (matmul TF32 off, cuDNN TF32 on), whatever a candidate set globally: the
-    naive baseline is KernelBench's, timed with the defaults, not with flags a candidate flipped (B3)."""
-    m, c = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = False, True
-    try:
-        yield
-    finally:
-        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = m, c
-
-
 def _same_storage(a: Any, b: Any) -> bool:
     try:
         return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.numel() > 0 and \
@@ -269,7 +257,7 @@ def phase_init(ctx: Ctx) -> bool:
         ctx.model_new = ctx.cand.ModelNew(*init)
         if isinstance(ctx.model_new, torch.nn.Module):
             ctx.model_new = ctx.model_new.to(ctx.device)
-        ctx.ref_model = build_model(ctx.mod, ctx.device)  # the timing baseline; expected outputs are the judge's
+        ctx.ref_model = build_model(ctx.mod, ctx.device)  # its memory figure only: the judge times the baselines
     except BaseException as exc:  # noqa: BLE001
         return ctx.fail("runtime_error", "init", exc)
     ctx.threads_before = threading.active_count()
@@ -429,14 +417,13 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
     if not s.measure_timing:
         return True
     ctx.chan.send("phase", "timing")
-    model_new, ref_model, sets = ctx.model_new, ctx.ref_model, ctx.timing_inputs
+    model_new, sets = ctx.model_new, ctx.timing_inputs
     x0 = sets[0]
     samples: dict[str, list[float]] = {}
     with tf32(None):
         samples["naive_kernel"] = naive_samples(lambda: model_new(*x0), ops, s.naive_warmup, s.naive_timing_trials)
-        with _pytorch_default_flags():
-            samples["naive_baseline_fp32"] = naive_samples(lambda: ref_model(*x0), ops, s.naive_warmup,
-                                                          s.naive_timing_trials)
+    # The baselines are the judge's to time (its process, its copies of these input sets).
+    samples["naive_baseline_fp32"] = list(ctx.judge.request("baseline", {"subject": "naive", "n": 1}).get("ms") or [])
     recent: list[tuple[torch.Tensor, torch.Tensor, int]] = []
     replayed: list[str] = []
     threads_seen = [threading.active_count()]
@@ -463,18 +450,17 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
             ctx.judge.send_output(capture.get("out") if isinstance(out, torch.Tensor) else out,
                                   ctx.out_offset, ctx.out_capacity)
 
-    def default_flags_baseline(i):
-        with _pytorch_default_flags():
-            return ref_model(*sets[i])
-
-    def tf32_baseline(i):
-        with tf32(True):
-            return ref_model(*sets[i])
+    def judge_round(subject: str):
+        def remote(start: int, n: int, timed: bool) -> list[float]:
+            reply = ctx.judge.request("baseline", {"subject": subject, "start": start, "n": n, "timed": timed})
+            return [float(x) for x in reply.get("ms") or []]
+        return remote
 
     kernel.on_output = keep
     # fp32 baseline with PyTorch's defaults (matmul TF32 off, cuDNN TF32 on), as the naive baseline: the
-    # waterfall's timing step then changes the timer alone.
-    subjects = [kernel, Subject("baseline_tf32", tf32_baseline), Subject("baseline_fp32", default_flags_baseline)]
+    # waterfall's timing step then changes the timer alone. Rounds interleave with the kernel's.
+    subjects = [kernel, Subject("baseline_tf32", remote=judge_round("tf32")),
+                Subject("baseline_fp32", remote=judge_round("fp32"))]
     lead_us = s.verified_launch_lead_us if ops.can_hold else 0.0
     try:
         with tf32(None):

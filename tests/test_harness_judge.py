@@ -246,3 +246,28 @@ class ModelNew(nn.Module):
     assert "reported a failure" in r.record.error
     naive, verified = _verdicts(r)
     assert naive == "runtime_error" and verified in ("runtime_error", "hack")  # reaching the channel is tampering
+
+
+def test_code_in_the_candidate_process_cannot_slow_the_baselines(ev):
+    # A public torch API, no patch and no gc: a global forward hook that sleeps in every module but the
+    # candidate's. When the baselines ran in the candidate's process this made an honest ReLU "fast".
+    src = """
+import time, torch, torch.nn as nn
+from torch.nn.modules.module import register_module_forward_pre_hook
+
+def _slow_others(module, args):
+    if type(module).__name__ != "ModelNew":
+        time.sleep(0.2)
+
+register_module_forward_pre_hook(_slow_others)
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+    r = ev.evaluate(src, RELU)
+    t = r.record.timing
+    for name in ("naive_baseline_fp32", "verified_baseline_tf32", "verified_baseline_fp32"):
+        stats = getattr(t, name)
+        assert stats is not None and stats.median_ms < 100, (name, stats)
+    assert (r.results["verified"].speedup or 0) < 50
