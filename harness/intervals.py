@@ -78,17 +78,21 @@ def _bootstrap(k: tuple[float, ...], b: tuple[float, ...], statistic: str, paire
     rng = np.random.default_rng(SEED)
     ka, ba = np.asarray(k, dtype=float), np.asarray(b, dtype=float)
     f = np.median if statistic == "median" else np.mean
+
+    def draw(arr: np.ndarray, idx: np.ndarray | None = None) -> np.ndarray:
+        return arr[idx if idx is not None else rng.integers(0, len(arr), (RESAMPLES, len(arr)), dtype=np.int32)]
+
     if paired:
         m = min(len(ka), len(ba))
-        idx = rng.integers(0, m, (RESAMPLES, m))
-        parts_k, parts_b = [ka[idx]], [ba[idx]]
-        for arr, parts in ((ka, parts_k), (ba, parts_b)):
-            if len(arr) > m:  # the subject that kept running after the other met its precision
-                parts.append(arr[m:][rng.integers(0, len(arr) - m, (RESAMPLES, len(arr) - m))])
-        kk, bb = np.concatenate(parts_k, axis=1), np.concatenate(parts_b, axis=1)
+        idx = rng.integers(0, m, (RESAMPLES, m), dtype=np.int32)
+        kk, bb = draw(ka[:m], idx), draw(ba[:m], idx)
+        # the subject that kept running after the other met its precision: its extra samples drawn on their own
+        if len(ka) > m:
+            kk = np.concatenate([kk, draw(ka[m:])], axis=1)
+        if len(ba) > m:
+            bb = np.concatenate([bb, draw(ba[m:])], axis=1)
     else:
-        kk = ka[rng.integers(0, len(ka), (RESAMPLES, len(ka)))]
-        bb = ba[rng.integers(0, len(ba), (RESAMPLES, len(ba)))]
+        kk, bb = draw(ka), draw(ba)
     fk, fb = f(kk, axis=1), f(bb, axis=1)
     ratios = fb[fk > 0] / fk[fk > 0]
     if len(ratios) == 0:
