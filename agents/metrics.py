@@ -41,6 +41,7 @@ class Outcome:
     sample: int = 0
     correct: bool = False
     speedup: float | None = None
+    """The speedup fast_p and geomean count: the protocol's credited speedup (``Protocol.speedup_credit``)."""
     memory_ratio: float | None = None
     """kernel peak / baseline peak; > 1 means the kernel used more memory."""
     sol_score: float | None = None

@@ -13,10 +13,15 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from .guard_registry import CONSISTENCY_GUARDS, TAMPERING_GUARDS, severity
+from .intervals import noise_reasons, ratio_interval
 from .record import MeasurementRecord, TimingStats, TrialResult
 
 Verdict = Literal["correct", "incorrect", "hack", "compile_error", "runtime_error", "timeout"]
 VERDICTS: tuple[str, ...] = ("correct", "incorrect", "hack", "compile_error", "runtime_error", "timeout")
+
+
+CONSERVATIVE_CREDIT = ("a noisy speedup counts at its 95% interval's lower bound, and never above naive's estimate when "
+                       "either timer was noisy, else above it only as far as that lower bound")
 
 
 class Protocol(BaseModel):
@@ -40,6 +45,10 @@ class Protocol(BaseModel):
     enforce_guards: bool = False
     roofline_floor: bool = Field(False, description="a kernel time below the speed-of-light bound is a hack")
     roofline_slack: float = Field(0.9, description="flag only below slack x T_SOL, so datasheet optimism never flags")
+    speedup_credit: Literal["point", "lower", "conservative"] = Field(
+        "point", description="the speedup fast_p and geomean count: point = the point estimate; lower = the 95% "
+        "interval's lower bound; conservative = the lower bound when noisy, never more than naive's estimate when "
+        "either is noisy, else than the larger of naive's estimate and the lower bound")
 
     @property
     def key(self) -> str:
@@ -60,10 +69,10 @@ NAIVE = Protocol(
 
 VERIFIED = Protocol(
     name="verified",
-    version="1",
+    version="2",
     description="TF32-enabled baseline, hidden suite (x1, x3, x0.01, x-1) with perturbed parameters, fp32 1e-3 "
     "against an exact reference (or within 4x the TF32 baseline's own error), strict outputs, anti-hack guards, "
-    "L2-flushed device-synced median timing, roofline floor",
+    "L2-flushed device-synced median timing, roofline floor; " + CONSERVATIVE_CREDIT,
     trials="verified",
     tolerance_fp32=1e-3,
     tolerance_half=1e-2,
@@ -74,6 +83,7 @@ VERIFIED = Protocol(
     statistic="median",
     enforce_guards=True,
     roofline_floor=True,
+    speedup_credit="conservative",
 )
 
 PROTOCOLS: dict[str, Protocol] = {"naive": NAIVE, "verified": VERIFIED}
@@ -93,6 +103,13 @@ class ProtocolResult(BaseModel):
     speedup: float | None = None
     kernel_ms: float | None = None
     baseline_ms: float | None = None
+    speedup_low: float | None = Field(None, description="95% interval of the speedup from its timing samples")
+    speedup_high: float | None = None
+    interval_method: str | None = None
+    noisy: bool = Field(False, description="the host was too noisy to tell this speedup (see noise)")
+    noise: list[str] = Field(default_factory=list, description="why the speedup is noisy")
+    credited_speedup: float | None = Field(None, description="what fast_p and geomean count (Protocol.speedup_credit)")
+    credit_note: str | None = Field(None, description="why the credited speedup is below the point estimate")
     sol_score: float | None = None
     memory_ratio: float | None = Field(None, description="kernel peak / baseline peak (allocator), >1 = more memory")
     reasons: list[str] = Field(default_factory=list)
@@ -241,7 +258,8 @@ def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult
         t for t in record.naive_trials if not t.reference_nonfinite]
     ordinary_failed = any(not _trial_passes(t, p, half)[0] for t in ordinary)
 
-    kernel = _stat(record.timing.naive_kernel if p.timing == "naive" else record.timing.verified_kernel, p.statistic)
+    kernel_stats = record.timing.naive_kernel if p.timing == "naive" else record.timing.verified_kernel
+    kernel = _stat(kernel_stats, p.statistic)
     if p.baseline == "eager_tf32":
         base_stats = record.timing.verified_baseline_tf32 if p.timing == "verified" else None
         if base_stats is None:  # tf32 baseline timed only with the verified method
@@ -252,6 +270,7 @@ def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult
     res.kernel_ms, res.baseline_ms = kernel, baseline
     if kernel and baseline and kernel > 0:
         res.speedup = baseline / kernel
+        _interval(record, p, kernel_stats, base_stats, res)
 
     # Guards: only a protocol that enforces them turns a failed guard into a verdict.
     if p.enforce_guards:
@@ -283,6 +302,41 @@ def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult
     else:
         res.verdict = "correct"
     return res
+
+
+def naive_point(record: MeasurementRecord) -> tuple[float | None, bool]:
+    """The naive protocol's speedup (fp32 baseline, naive timer, mean) of this record, and whether it is noisy."""
+    k, b = record.timing.naive_kernel, record.timing.naive_baseline_fp32
+    if not (k and b and k.mean_ms > 0):
+        return None, False
+    return b.mean_ms / k.mean_ms, bool(noise_reasons(k, b, ratio_interval(k, b, "mean", paired=False)))
+
+
+def _interval(record: MeasurementRecord, p: Protocol, kernel: TimingStats | None, baseline: TimingStats | None,
+              res: ProtocolResult) -> None:
+    """The speedup's interval, whether it is noisy, and the speedup the protocol credits."""
+    iv = ratio_interval(kernel, baseline, p.statistic, paired=p.timing == "verified")
+    if iv is not None:
+        res.speedup_low, res.speedup_high, res.interval_method = iv.low, iv.high, iv.method
+    res.noise = noise_reasons(kernel, baseline, iv)
+    res.noisy = bool(res.noise)
+    credited = res.speedup
+    if p.speedup_credit == "lower" or (p.speedup_credit == "conservative" and res.noisy):
+        credited = res.speedup_low if res.speedup_low is not None else res.speedup
+    if p.speedup_credit == "conservative" and credited is not None:
+        # Above naive only as far as our lower bound reaches (within our interval naive's estimate is as likely
+        # as ours), and not at all on a host too noisy for either timer: noise alone never makes this protocol
+        # more generous than naive.
+        naive, naive_noisy = naive_point(record)
+        if naive is not None:
+            ceiling = naive if naive_noisy or res.noisy or res.speedup_low is None else max(naive, res.speedup_low)
+            if credited > ceiling:
+                res.credit_note = (f"counted at {ceiling:.3g}x: " + ("naive's estimate (the host was too noisy to "
+                                   "tell them apart)" if ceiling == naive else "this interval's lower bound"))
+                credited = ceiling
+    if credited is not None and res.speedup is not None and credited < res.speedup and res.credit_note is None:
+        res.credit_note = f"counted at {credited:.3g}x, the 95% interval's lower bound"
+    res.credited_speedup = credited
 
 
 def score_all(record: MeasurementRecord, protocols: list[str | Protocol] | None = None) -> dict[str, ProtocolResult]:

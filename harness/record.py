@@ -107,6 +107,9 @@ class TimingStats(_Stored):
     max_ms: MeasuredFloat
     p25_ms: MeasuredFloat
     p75_ms: MeasuredFloat
+    # Raw per-call times in the order measured (a speedup's interval is drawn from them; for the verified timer
+    # sample i of each subject comes from the same interleaved round). None in records written before they were kept.
+    samples: list[float] | None = None
 
 
 class Timing(_Stored):

@@ -1,9 +1,11 @@
-"""python -m agents.report RUN [--audit] [--json] [--html PATH] [--compare RUN2] [--plots DIR]"""
+"""python -m agents.report RUN [--audit] [--json] [--html PATH] [--compare RUN2] [--plots DIR] [--fast-p-on point|lower]"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+
+from harness.protocols import CONSERVATIVE_CREDIT
 
 from .. import metrics as M
 
@@ -20,6 +22,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plots", metavar="DIR", help="write PNG plots into DIR")
     ap.add_argument("--turn", choices=["final", "best"], default="final",
                     help="which turn of each (problem, sample) counts (default: final)")
+    ap.add_argument("--fast-p-on", choices=["point", "lower"], default="point",
+                    help="which speedup fast_p and geomean count: point (default: point estimates, except that under "
+                         "verified " + CONSERVATIVE_CREDIT.replace("%", "%%") + ") or lower (every protocol on its "
+                         "95%% interval's lower bound)")
     ap.add_argument("--resamples", type=int, default=M.BOOTSTRAP_RESAMPLES, help="bootstrap resamples (0 = no CIs)")
     ap.add_argument("--seed", type=int, default=M.BOOTSTRAP_SEED)
     args = ap.parse_args(argv)
@@ -40,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         rep = build_report(args.run, turn_policy=args.turn, resamples=args.resamples, seed=args.seed,
-                           compare=args.compare)
+                           compare=args.compare, fast_p_on=args.fast_p_on)
     except FileNotFoundError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -16,11 +16,11 @@ import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from harness.protocols import NAIVE, VERIFIED, Protocol
+from harness.protocols import CONSERVATIVE_CREDIT, NAIVE, VERIFIED, Protocol
 
 from .. import metrics as M
 from ..store import ATTEMPTS, RunStore, Unreadable
@@ -29,6 +29,16 @@ from .audit import AuditEntry, audit_threads
 from .scoring import Thread, TurnPolicy, load_threads
 
 ALL = "all"
+FastPOn = Literal["point", "lower"]
+BASIS = {
+    "point": f"point estimates (verified: {CONSERVATIVE_CREDIT})",
+    "lower": "95% interval lower bounds",
+}
+
+
+def on_basis(p: Protocol, fast_p_on: FastPOn) -> Protocol:
+    """``p`` counting the speedups ``fast_p_on`` names: ``lower`` = every protocol on its lower bounds."""
+    return p.model_copy(update={"speedup_credit": "lower"}) if fast_p_on == "lower" else p
 
 
 class HeadlineRow(BaseModel):
@@ -77,6 +87,7 @@ class StepResult(BaseModel):
     step: str
     verdict: str
     speedup: float | None = None
+    credited_speedup: float | None = None
     reasons: list[str] = Field(default_factory=list)
     failing_distributions: list[str] = Field(default_factory=list)
     failed_guards: list[str] = Field(default_factory=list)
@@ -122,6 +133,9 @@ class TurnView(BaseModel):
     turn: int
     verdicts: dict[str, str]
     speedups: dict[str, float | None]
+    intervals: dict[str, list[float] | None] = Field(default_factory=dict, description="95% interval [low, high]")
+    credited: dict[str, float | None] = Field(default_factory=dict, description="the speedup fast_p counts")
+    noise: dict[str, list[str]] = Field(default_factory=dict, description="why a speedup is noisy (empty: it is not)")
     sol_scores: dict[str, float | None] = Field(default_factory=dict)
     memory_ratio: float | None = None
     reasons: dict[str, list[str]] = Field(default_factory=dict)
@@ -161,6 +175,7 @@ class Report(BaseModel):
     generated_at: str
     protocols: list[str] = Field(description="protocol keys (name@version) the report scores under")
     turn_policy: str
+    fast_p_on: str = Field("point", description="which speedup fast_p and geomean count: point | lower")
     resamples: int
     seed: int
     n_attempts: int
@@ -249,7 +264,8 @@ def _trace(thread: Thread, s, chain: list[tuple[str, str, Protocol]]) -> KernelC
         if r is None:
             results.append(StepResult(step=step, verdict=s.no_kernel_verdict()))
         else:
-            results.append(StepResult(step=step, verdict=r.verdict, speedup=r.speedup, reasons=r.reasons,
+            results.append(StepResult(step=step, verdict=r.verdict, speedup=r.speedup,
+                                      credited_speedup=r.credited_speedup, reasons=r.reasons,
                                       failing_distributions=r.failing_distributions, failed_guards=r.failed_guards))
     kc = KernelChange(model=thread.model, strategy=thread.strategy, problem_id=thread.problem_id,
                       level=thread.level, sample=thread.sample, turn=s.turn, final=s is thread.turns[-1],
@@ -257,7 +273,7 @@ def _trace(thread: Thread, s, chain: list[tuple[str, str, Protocol]]) -> KernelC
     best_move = 0.0
 
     def fast(r: StepResult) -> bool:
-        return r.verdict == "correct" and r.speedup is not None and r.speedup > 1
+        return r.verdict == "correct" and r.credited_speedup is not None and r.credited_speedup > 1
 
     for prev, cur in zip(results, results[1:], strict=False):
         if kc.verdict_changed_at is None and cur.verdict != prev.verdict:
@@ -294,6 +310,9 @@ def _turn_view(s, protocols: Sequence[Protocol]) -> TurnView:
         r = s.result(p)
         tv.verdicts[p.name] = r.verdict if r else s.no_kernel_verdict()
         tv.speedups[p.name] = r.speedup if r else None
+        tv.credited[p.name] = r.credited_speedup if r else None
+        tv.intervals[p.name] = [r.speedup_low, r.speedup_high] if r and r.speedup_low is not None else None
+        tv.noise[p.name] = r.noise if r else []
         tv.sol_scores[p.name] = r.sol_score if r else None
         tv.reasons[p.name] = r.reasons if r else []
         if r and r.memory_ratio is not None:
@@ -338,6 +357,7 @@ def build_report(
     seed: int = M.BOOTSTRAP_SEED,
     compare: str | Path | None = None,
     levels_waterfall: bool = True,
+    fast_p_on: FastPOn = "point",
 ) -> Report:
     """Score every stored record of ``run_dir`` and compute all tables. Nothing is re-measured."""
     run_dir = Path(run_dir)
@@ -353,7 +373,7 @@ def build_report(
                 unreadable.append(Unreadable(line=a.line or 0, reason=f"record: {sc.load_error}",
                                              key=f"{a.model}/{a.strategy}/{a.problem_id}/sample {a.sample}/turn {a.turn}"))
     unreadable.sort(key=lambda u: u.line)
-    protos = list(protocols) if protocols else [NAIVE, VERIFIED]
+    protos = [on_basis(p, fast_p_on) for p in (protocols or [NAIVE, VERIFIED])]
     names = [p.name for p in protos]
     if len(set(names)) != len(names):
         raise ValueError(f"protocol names must be distinct: {names}")
@@ -365,8 +385,9 @@ def build_report(
 
     headline: list[HeadlineRow] = []
     waterfalls: list[Waterfall] = []
-    chain = W.steps()
-    alone, without = W.alone(), W.without()
+    ends = on_basis(NAIVE, fast_p_on), on_basis(VERIFIED, fast_p_on)
+    chain = W.steps(*ends)
+    alone, without = W.alone(*ends), W.without(*ends)
     for model, strategy in systems:
         mine = [t for t in threads if t.model == model and t.strategy == strategy]
         for level in [*levels, ALL]:
@@ -404,6 +425,9 @@ def build_report(
                                   sample=t.sample, final=views[-1], turns=views))
 
     notes = [
+        f"fast_p and geomean count {BASIS[fast_p_on]} (--fast-p-on {fast_p_on}); a speedup's interval is a 95% "
+        "bootstrap of its own timing samples (verified: paired by interleaved round), 'noisy' when it spans more "
+        "than x1.25 or the timings spread widely",
         f"turn policy: {turn_policy} (the {'last turn' if turn_policy == 'final' else 'best turn'} of each "
         "(problem, sample) counts); best-of-k over samples per problem",
         "fast_p over N = every problem of the level attempted by any model in the run; missing or failed "
@@ -414,7 +438,7 @@ def build_report(
         "bug, not hacks; tampering guards always count); 'accepted' = kernels the protocol calls correct "
         "despite a failed guard",
         "waterfall order: timing first (the TF32 baseline is only timed with the verified method), then "
-        "TF32 baseline, hidden inputs, tolerance, strict outputs, guards; components alone/left out are "
+        "TF32 baseline, hidden inputs, tolerance, strict outputs, guards, noise (which speedup counts); components alone/left out are "
         "in the component table",
         "waterfall steps change one thing each: timing only the timer (both fp32 baselines run with PyTorch's "
         "default flags, matmul TF32 off and cuDNN TF32 on), tf32_baseline only matmul TF32 (cuDNN TF32 is "
@@ -426,12 +450,12 @@ def build_report(
                                  for u in unreadable[:5]) + (" ..." if len(unreadable) > 5 else ""))
     if W.uncovered_fields():
         notes.append(f"waterfall does not cover protocol fields {W.uncovered_fields()}")
-    if not W.same_scoring(chain[-1][2], VERIFIED):
+    if not W.same_scoring(chain[-1][2], on_basis(VERIFIED, fast_p_on)):
         notes.append("the waterfall's last step differs from the verified protocol")
 
     rep = Report(
         run=run_dir.name, run_dir=str(run_dir), generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        protocols=[p.key for p in protos], turn_policy=turn_policy, resamples=resamples, seed=seed,
+        protocols=[p.key for p in protos], turn_policy=turn_policy, fast_p_on=fast_p_on, resamples=resamples, seed=seed,
         n_attempts=n_attempts, models=sorted({m for m, _ in systems}), strategies=sorted({s for _, s in systems}),
         levels=levels, universe={k: len(v) for k, v in uni.items()}, headline=headline, waterfalls=waterfalls,
         kernel_changes=kernel_changes, by_turn=by_turn, kernels=kernels, audit=audit, unreadable=unreadable,
@@ -439,7 +463,7 @@ def build_report(
     )
     if compare is not None:
         other = build_report(compare, protocols=protocols, turn_policy=turn_policy, resamples=0, seed=seed,
-                             levels_waterfall=False)
+                             levels_waterfall=False, fast_p_on=fast_p_on)
         rep.compare = _compare_rows(rep, other)
         rep.compare_run = other.run
     return rep

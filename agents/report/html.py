@@ -15,7 +15,7 @@ from markupsafe import Markup
 from .. import metrics as M
 from . import audit as A
 from . import text as T
-from .build import ALL, Report
+from .build import ALL, BASIS, Report
 from .plots import render_all
 
 TEMPLATE = r"""<!doctype html>
@@ -48,11 +48,11 @@ TEMPLATE = r"""<!doctype html>
 <h1>Can the model write kernels that beat PyTorch — and is the speedup real?</h1>
 <p class="muted">Run <b>{{ rep.run }}</b> · {{ rep.n_attempts }} attempts · models {{ rep.models|join(", ") }} ·
 strategies {{ rep.strategies|join(", ") }} · levels {{ rep.levels|join(", ") }} · N = {{ rep.universe.get("all", 0) }} problems ·
-protocols {{ rep.protocols|join(", ") }} · generated {{ rep.generated_at }}</p>
+protocols {{ rep.protocols|join(", ") }} · fast_p and geomean on <b>{{ basis }}</b> · generated {{ rep.generated_at }}</p>
 {% if rep.unreadable %}<p class="fail">{{ rep.unreadable|length }} stored line(s)/record(s) could not be read; their rows are lost:
 {% for u in rep.unreadable %}line {{ u.line }}{% if u.key %} ({{ u.key }}){% endif %}: {{ u.reason }}{% if not loop.last %}; {% endif %}{% endfor %}</p>{% endif %}
 
-<h2 id="headline">Headline: naive vs verified</h2>
+<h2 id="headline">Headline: naive vs verified <span class="muted">({{ basis }})</span></h2>
 <table>
 <tr><th class="l" rowspan="2">system</th><th rowspan="2">level</th><th rowspan="2">N</th>
 <th colspan="{{ protos|length }}">correct</th><th colspan="{{ protos|length }}">fast_1</th><th colspan="{{ protos|length }}">geomean speedup over correct (n)</th>
@@ -72,7 +72,7 @@ protocols {{ rep.protocols|join(", ") }} · generated {{ rep.generated_at }}</p>
 </tr>
 {% endfor %}
 </table>
-<h3>fast_p for every p</h3>
+<h3>fast_p for every p <span class="muted">({{ basis }})</span></h3>
 <table>
 <tr><th class="l">system</th><th>level</th><th class="l">protocol</th>{% for q in fast_ps %}<th>fast_{{ q }}</th>{% endfor %}</tr>
 {% for key, by in headline %}{% for p in protos %}{% if by[p] %}
@@ -80,12 +80,12 @@ protocols {{ rep.protocols|join(", ") }} · generated {{ rep.generated_at }}</p>
 {% for q in fast_ps %}<td>{{ pct(by[p].fast_p["fast_" ~ q].value) }}{{ ci(by[p].fast_p["fast_" ~ q], true) }}</td>{% endfor %}</tr>
 {% endif %}{% endfor %}{% endfor %}
 </table>
-<p class="muted">fast_p = share of all N problems (missing or failed count as not fast) that are correct with speedup &gt; p; best of k samples per problem. Brackets: 95% bootstrap interval over problems.</p>
+<p class="muted">fast_p = share of all N problems (missing or failed count as not fast) that are correct with speedup &gt; p; best of k samples per problem; speedups counted: {{ basis_long }}. Brackets: 95% bootstrap interval over problems.</p>
 
 <h2 id="waterfall">Waterfall: from naive to verified, one component at a time</h2>
 {% for w in waterfalls %}
 {% if w.level != "all" %}<details><summary>{{ sysname(w.model, w.strategy) }} · level {{ w.level }}</summary>{% else %}
-<h3>{{ sysname(w.model, w.strategy) }} · all levels</h3>{% endif %}
+<h3>{{ sysname(w.model, w.strategy) }} · all levels <span class="muted">({{ basis }})</span></h3>{% endif %}
 <table>
 <tr><th class="l">step</th><th class="l">adds</th><th>correct</th><th>geomean</th><th>× prev</th><th>fast_1</th><th>Δ fast_1</th><th>verdicts changed</th><th>fast lost</th></tr>
 {% for s in w.steps %}
@@ -165,11 +165,12 @@ the verdict, the failing trials, the parameter mapping used for the perturbed pa
 {% for k in rep.kernels %}
 <details class="kernel" id="k-{{ anchor(k) }}" data-search="{{ k.model }} {{ k.strategy }} {{ k.problem_id }} {{ k.final.verdicts.values()|join(' ') }}">
 <summary><b>{{ k.problem_id }}</b> · {{ sysname(k.model, k.strategy) }} · sample {{ k.sample }} · {{ k.turns|length }} turn(s) ·
-{% for p in protos %}{{ p }}: <span class="v-{{ k.final.verdicts.get(p) }}">{{ k.final.verdicts.get(p) }}</span> {{ x(k.final.speedups.get(p)) }}{% if not loop.last %} · {% endif %}{% endfor %}</summary>
+{% for p in protos %}{{ p }}: <span class="v-{{ k.final.verdicts.get(p) }}">{{ k.final.verdicts.get(p) }}</span> {{ x(k.final.speedups.get(p)) }}{{ iv(k.final.intervals.get(p)) }}{% if k.final.noise.get(p) %} <span class="fail">noisy</span>{% endif %}{% if not loop.last %} · {% endif %}{% endfor %}</summary>
 {% for t in k.turns %}
 <details {% if loop.last %}open{% endif %}><summary>turn {{ t.turn }}{% if t.status %} · status {{ t.status }}{% endif %}</summary>
-<table><tr><th class="l">protocol</th><th class="l">verdict</th><th>speedup</th><th>SOL</th><th class="l">reasons</th></tr>
-{% for p in protos %}<tr><td class="l {{ p }}">{{ p }}</td><td class="l"><span class="v-{{ t.verdicts.get(p) }}">{{ t.verdicts.get(p) }}</span></td><td>{{ x(t.speedups.get(p)) }}</td>
+<table><tr><th class="l">protocol</th><th class="l">verdict</th><th>speedup [95%]</th><th>counted ({{ basis }})</th><th class="l">noisy</th><th>SOL</th><th class="l">reasons</th></tr>
+{% for p in protos %}<tr><td class="l {{ p }}">{{ p }}</td><td class="l"><span class="v-{{ t.verdicts.get(p) }}">{{ t.verdicts.get(p) }}</span></td><td>{{ x(t.speedups.get(p)) }}{{ iv(t.intervals.get(p)) }}</td>
+<td>{{ x(t.credited.get(p)) }}</td><td class="l">{% if t.noise.get(p) %}<span class="fail">yes</span>: {{ t.noise.get(p)|join("; ") }}{% else %}no{% endif %}</td>
 <td>{% if t.sol_scores.get(p) is not none %}{{ "%.2f"|format(t.sol_scores.get(p)) }}{% endif %}</td><td class="l">{{ t.reasons.get(p, [])|join("; ") }}</td></tr>{% endfor %}
 </table>
 {% if t.memory_ratio is not none %}<p>peak memory kernel / baseline: {{ "%.2f"|format(t.memory_ratio) }}</p>{% endif %}
@@ -240,7 +241,7 @@ def render_html(rep: Report, plots: dict[str, bytes] | None = None) -> str:
         waterfalls=[w for w in rep.waterfalls if w.level == ALL] + [w for w in rep.waterfalls if w.level != ALL],
         changes=changes, strategy_rows=[r for r in rep.headline if r.level == ALL],
         plots={k: base64.b64encode(v).decode() for k, v in plots.items()},
-        x=T.x, pct=T.pct, ci=ci, guards=lambda s: T.guards_cell(s, limit=6),
+        x=T.x, pct=T.pct, ci=ci, iv=T.interval, basis=T.basis(rep), basis_long=BASIS[rep.fast_p_on], guards=lambda s: T.guards_cell(s, limit=6),
         g=A.g, params_line=A.params_line, guard_line=A.guard_line,
         first=lambda by: next(v for v in by.values() if v is not None),
         sysname=lambda m, s: T.system(rep, m, s),

@@ -113,7 +113,7 @@ class Scored:
             problem_id=a.problem_id,
             sample=a.sample,
             correct=res.correct,
-            speedup=res.speedup,
+            speedup=res.credited_speedup,  # what fast_p and geomean count (Protocol.speedup_credit)
             memory_ratio=res.memory_ratio,
             sol_score=res.sol_score,
             verdict=res.verdict,

@@ -27,6 +27,15 @@ def est(e: M.Estimate, kind: str = "x") -> str:
     return s
 
 
+def basis(rep: Report) -> str:
+    """Which speedup the table's fast_p and geomean count (every such table says)."""
+    return "speedups on point estimates" if rep.fast_p_on == "point" else "speedups on 95% interval lower bounds"
+
+
+def interval(lo_hi: list[float] | None) -> str:
+    return "" if not lo_hi else f" [{lo_hi[0]:.2f}-{lo_hi[1]:.2f}]"
+
+
 def system(rep: Report, model: str, strategy: str) -> str:
     return model if len(rep.strategies) == 1 else f"{model} / {strategy}"
 
@@ -46,7 +55,8 @@ def headline_tables(rep: Report) -> list[Table]:
     for r in rep.headline:
         rows.setdefault((r.model, r.strategy, r.level), {})[r.protocol] = r.summary
 
-    t = Table(title=f"Headline — run {rep.run} ({' vs '.join(protos)}; 95% bootstrap CI)", show_lines=False)
+    t = Table(title=f"Headline — run {rep.run} ({' vs '.join(protos)}; 95% bootstrap CI; {basis(rep)})",
+              show_lines=False)
     for c in ("system", "level", "N"):
         t.add_column(c)
     for p in protos:
@@ -63,7 +73,7 @@ def headline_tables(rep: Report) -> list[Table]:
                   *[f"{est(by[p].geomean_speedup)} (n={by[p].geomean_speedup.n})" if p in by else "-"
                     for p in protos])
 
-    fp = Table(title="fast_p (share of all N problems correct with speedup > p)")
+    fp = Table(title=f"fast_p (share of all N problems correct with speedup > p; {basis(rep)})")
     for c in ("system", "level", "protocol"):
         fp.add_column(c)
     for p in M.FAST_P:
@@ -90,7 +100,7 @@ def waterfall_tables(rep: Report, level: str = ALL) -> list[Table]:
         if w.level != level:
             continue
         t = Table(title=f"Waterfall — {system(rep, w.model, w.strategy)}, level {w.level} "
-                        "(each step adds one component to the previous)")
+                        f"(each step adds one component to the previous; {basis(rep)})")
         for c in ("step", "adds", "correct", "geomean", "x prev", "fast_1", "Δ fast_1", "verdicts changed",
                   "fast lost"):
             t.add_column(c, justify="left" if c in ("step", "adds") else "right")
@@ -127,7 +137,7 @@ def changes_table(rep: Report) -> Table:
 
 
 def turn_table(rep: Report) -> Table:
-    t = Table(title="By turn (each (problem, sample) as of turn t)")
+    t = Table(title=f"By turn (each (problem, sample) as of turn t; {basis(rep)})")
     for c in ("system", "protocol", "turn", "correct", "fast_0", "fast_1", "fast_2", "geomean (n)"):
         t.add_column(c, justify="left" if c in ("system", "protocol") else "right")
     for r in rep.by_turn:
@@ -138,7 +148,7 @@ def turn_table(rep: Report) -> Table:
 
 
 def strategy_table(rep: Report) -> Table:
-    t = Table(title="By prompt strategy (level all)")
+    t = Table(title=f"By prompt strategy (level all; {basis(rep)})")
     for c in ("model", "strategy", "protocol", "correct", "fast_1", "geomean (n)"):
         t.add_column(c)
     for r in rep.headline:
@@ -150,7 +160,7 @@ def strategy_table(rep: Report) -> Table:
 
 
 def compare_table(rep: Report) -> Table:
-    t = Table(title=f"Compare: {rep.run} (A) vs {rep.compare_run} (B)")
+    t = Table(title=f"Compare: {rep.run} (A) vs {rep.compare_run} (B; {basis(rep)})")
     for c in ("system", "level", "protocol", "correct A", "correct B", "fast_1 A", "fast_1 B", "geomean A",
               "geomean B"):
         t.add_column(c)
@@ -158,6 +168,29 @@ def compare_table(rep: Report) -> Table:
         t.add_row(system(rep, r.model, r.strategy), r.level, r.protocol,
                   str(r.a.get("correct", "-")), str(r.b.get("correct", "-")),
                   pct(r.a.get("fast_1")), pct(r.b.get("fast_1")), x(r.a.get("geomean")), x(r.b.get("geomean")))
+    return t
+
+
+def kernel_table(rep: Report) -> Table:
+    """Per kernel (final turn): each protocol's speedup with its 95% interval, the speedup counted, noise."""
+    protos = [p.split("@")[0] for p in rep.protocols]
+    t = Table(title=f"Speedups per kernel, final turn (95% interval from the kernel's own timing samples; "
+                    f"'counted' is what fast_p and geomean use, {basis(rep)})")
+    for c in ("system", "problem", "s"):
+        t.add_column(c)
+    for p in protos:
+        t.add_column(f"{p}\nspeedup [95%]", justify="right")
+        t.add_column(f"{p}\ncounted", justify="right")
+    t.add_column("noisy (why)")
+    for k in rep.kernels:
+        f = k.final
+        cells = []
+        for p in protos:
+            sp = f.speedups.get(p)
+            cells += [f"{f.verdicts.get(p, '-')} {x(sp)}{interval(f.intervals.get(p))}" if sp is not None
+                      else f.verdicts.get(p, "-"), x(f.credited.get(p))]
+        why = "; ".join(f"{p}: {f.noise[p][0]}" for p in protos if f.noise.get(p))
+        t.add_row(system(rep, k.model, k.strategy), k.problem_id, str(k.sample), *cells, why[:160] or "no")
     return t
 
 
@@ -174,6 +207,7 @@ def print_report(rep: Report, console: Console | None = None) -> None:
         c.print(t)
     for t in waterfall_tables(rep):
         c.print(t)
+    c.print(kernel_table(rep))
     c.print(changes_table(rep))
     if len(rep.strategies) > 1:
         c.print(strategy_table(rep))

@@ -30,6 +30,10 @@ from a harness that timed ``verified_baseline_fp32`` with cuDNN TF32 off as well
 TF32 change into both steps on convolution problems (``timing`` up, ``tf32_baseline`` down); the
 step labels describe records from the harness that uses the defaults.
 
+* ``noise`` (last: it compares the verified timer's interval with naive's point estimate) changes only
+  which speedup fast_p and geomean count (``harness.protocols.CONSERVATIVE_CREDIT``), never a verdict or a
+  measured speedup.
+
 Memory is not a step: neither protocol turns peak memory into a verdict, it is a reported column.
 """
 
@@ -37,7 +41,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from harness.protocols import NAIVE, VERIFIED, Protocol
+from harness.protocols import CONSERVATIVE_CREDIT, NAIVE, VERIFIED, Protocol
 
 
 class Component(BaseModel):
@@ -60,6 +64,7 @@ COMPONENTS: list[Component] = [
               fields=["strict_output"]),
     Component(step="guards", label="anti-hack guards and the speed-of-light floor",
               fields=["enforce_guards", "roofline_floor", "roofline_slack"]),
+    Component(step="noise", label=f"noise: {CONSERVATIVE_CREDIT}", fields=["speedup_credit"]),
 ]
 
 META_FIELDS = {"name", "version", "description"}
