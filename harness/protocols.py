@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from .applicability import tf32_applies
 from .record import MeasurementRecord, TimingStats, TrialResult
 
 Verdict = Literal["correct", "incorrect", "hack", "compile_error", "runtime_error", "timeout"]
@@ -253,12 +254,16 @@ def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult
     ordinary_failed = any(not _trial_passes(t, p, half)[0] for t in ordinary)
 
     kernel = _stat(record.timing.naive_kernel if p.timing == "naive" else record.timing.verified_kernel, p.statistic)
-    if p.baseline == "eager_tf32":
+    # Where TF32 cannot apply (CPU; no matmul/convolution) the TF32 baseline is the fp32 one: read the same
+    # measurement, so the TF32 switch moves nothing (harness.applicability).
+    if p.baseline == "eager_tf32" and tf32_applies(record)[0]:
         base_stats = record.timing.verified_baseline_tf32 if p.timing == "verified" else None
         if base_stats is None:  # tf32 baseline timed only with the verified method
             base_stats = record.timing.verified_baseline_tf32
     else:
         base_stats = record.timing.naive_baseline_fp32 if p.timing == "naive" else record.timing.verified_baseline_fp32
+        if base_stats is None and p.baseline == "eager_tf32":  # no fp32 timing to reuse: the one there is
+            base_stats = record.timing.verified_baseline_tf32
     baseline = _stat(base_stats, p.statistic)
     res.kernel_ms, res.baseline_ms = kernel, baseline
     if kernel and baseline and kernel > 0:

@@ -52,6 +52,8 @@ class WaterfallStep(BaseModel):
     verdicts_changed: int = 0
     became_incorrect: int = 0
     fast_lost: int = 0
+    not_applicable: int = Field(0, description="kernels this step's component cannot change (TF32 on the CPU or "
+                                               "without matmul/convolution): they keep the previous step's result")
 
 
 class ComponentAblation(BaseModel):
@@ -456,6 +458,7 @@ def _waterfall(model, strategy, level, group, universe, chain, alone, without, p
             correct=sum(o.correct for o in problems),
             geomean=M.estimate(problems, M.geomean_speedup, resamples, seed),
             fast_1=M.estimate(problems, lambda rows: M.fast_p(rows, 1.0), resamples, seed),
+            not_applicable=W.not_applicable(step, [s.record for t in group if (s := t.choose(p, policy))]),
         )
         if steps:
             before = steps[-1]

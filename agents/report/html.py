@@ -89,7 +89,7 @@ protocols {{ rep.protocols|join(", ") }} · generated {{ rep.generated_at }}</p>
 <table>
 <tr><th class="l">step</th><th class="l">adds</th><th>correct</th><th>geomean</th><th>× prev</th><th>fast_1</th><th>Δ fast_1</th><th>verdicts changed</th><th>fast lost</th></tr>
 {% for s in w.steps %}
-<tr><td class="l">{{ s.step }}</td><td class="l">{{ s.label }}</td><td>{{ s.correct }}/{{ s.attempted }}</td>
+<tr><td class="l">{{ s.step }}</td><td class="l">{{ s.label }}{% if s.not_applicable %} <span class="muted">(does not apply to {{ s.not_applicable }} kernel(s): unchanged)</span>{% endif %}</td><td>{{ s.correct }}/{{ s.attempted }}</td>
 <td>{{ x(s.geomean.value) }}{{ ci(s.geomean, false) }}</td><td>{{ x(s.d_geomean) }}</td>
 <td>{{ pct(s.fast_1.value) }}{{ ci(s.fast_1, true) }}</td><td>{% if s.d_fast_1 is not none %}{{ "%+.0f"|format(100 * s.d_fast_1) }} pts{% endif %}</td>
 <td>{{ s.verdicts_changed }}</td><td>{{ s.fast_lost }}</td></tr>

@@ -95,7 +95,8 @@ def waterfall_tables(rep: Report, level: str = ALL) -> list[Table]:
                   "fast lost"):
             t.add_column(c, justify="left" if c in ("step", "adds") else "right")
         for s in w.steps:
-            t.add_row(s.step, s.label, f"{s.correct}/{s.attempted}", est(s.geomean), x(s.d_geomean),
+            adds = s.label + (f" (does not apply to {s.not_applicable} kernel(s): unchanged)" if s.not_applicable else "")
+            t.add_row(s.step, adds, f"{s.correct}/{s.attempted}", est(s.geomean), x(s.d_geomean),
                       est(s.fast_1, "pct"),
                       "-" if s.d_fast_1 is None else f"{100 * s.d_fast_1:+.0f} pts",
                       str(s.verdicts_changed), str(s.fast_lost))
