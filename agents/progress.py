@@ -1,6 +1,7 @@
 """Live progress of a sweep (rich, on a TTY; one plain line per finished conversation otherwise) and the
 end-of-run summary: per model and strategy, problems attempted, correct under each protocol, fast_1 and
-geometric-mean speedup over correct problems (best attempt per problem, as KernelBench-Verified)."""
+geometric-mean speedup over correct problems. Each conversation counts the turn ``agents.turns`` picks
+(the report counts the same one), then the best of k samples per problem (KernelBench-Verified)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .store import Attempt
+from .turns import DEFAULT_TURN_POLICY, TurnPolicy, choose_turn, rank, turn_label
 
 TALLY_ORDER = ("correct", "incorrect", "hack", "compile_error", "runtime_error", "timeout", "no_code")
 
@@ -20,7 +22,7 @@ TALLY_ORDER = ("correct", "incorrect", "hack", "compile_error", "runtime_error",
 class ProtocolSummary(BaseModel):
     correct: int = Field(0, description="problems with at least one correct attempt")
     fast_1: float = Field(0.0, description="share of attempted problems correct and faster than the baseline")
-    geomean_speedup: float | None = Field(None, description="over correct problems, best speedup per problem")
+    geomean_speedup: float | None = Field(None, description="over correct problems, best sample per problem")
     geomean_n: int = 0
 
 
@@ -44,6 +46,8 @@ class RunSummary(BaseModel):
     cost_usd: float = 0.0
     stopped_by_budget: bool = False
     rows: list[SummaryRow] = Field(default_factory=list)
+    turn_policy: str = Field(DEFAULT_TURN_POLICY, description="which turn of each conversation the rows count "
+                                                              "(agents.turns)")
 
 
 def _geomean(xs: list[float]) -> float | None:
@@ -51,7 +55,13 @@ def _geomean(xs: list[float]) -> float | None:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
-def summarize(attempts: Iterable[Attempt], protocols: list[str]) -> list[SummaryRow]:
+def _rank(a: Attempt, protocol: str):
+    r = a.results.get(protocol) or {}
+    return rank(r.get("verdict") == "correct", r.get("speedup"))
+
+
+def summarize(attempts: Iterable[Attempt], protocols: list[str],
+              turn_policy: TurnPolicy = DEFAULT_TURN_POLICY) -> list[SummaryRow]:
     groups: dict[tuple[str, str], list[Attempt]] = {}
     for a in attempts:
         groups.setdefault((a.model, a.strategy), []).append(a)
@@ -61,13 +71,18 @@ def summarize(attempts: Iterable[Attempt], protocols: list[str]) -> list[Summary
                          problems=len({a.problem_id for a in items}),
                          samples=len({(a.problem_id, a.sample) for a in items}),
                          cost_usd=sum(a.cost_usd or 0.0 for a in items))
+        # conversation -> turn -> attempt (a turn written twice keeps the later line, as the report does)
+        threads: dict[tuple[str, int], dict[int, Attempt]] = {}
+        for a in items:
+            threads.setdefault((a.problem_id, a.sample), {})[a.turn] = a
         for p in protocols:
             best: dict[str, float] = {}
-            for a in items:
-                r = a.results.get(p)
+            for (pid, _sample), by_turn in threads.items():
+                a = choose_turn([by_turn[t] for t in sorted(by_turn)], turn_policy, lambda a, p=p: _rank(a, p))
+                r = a.results.get(p) if a else None
                 if r and r.get("verdict") == "correct":
                     sp = r.get("speedup") or 0.0
-                    best[a.problem_id] = max(best.get(a.problem_id, 0.0), sp)
+                    best[pid] = max(best.get(pid, 0.0), sp)
             fast = sum(1 for v in best.values() if v > 1.0)
             speedups = [v for v in best.values() if v > 0]
             row.protocols[p] = ProtocolSummary(correct=len(best), fast_1=fast / row.problems if row.problems else 0.0,
@@ -159,7 +174,8 @@ def print_summary(summary: RunSummary, protocols: list[str], stream: Any = None)
     from rich.table import Table
 
     console = Console(file=stream or sys.stdout, width=160)
-    table = Table(title=f"run {summary.run_dir}")
+    table = Table(title=f"run {summary.run_dir} ({turn_label(summary.turn_policy)} of each conversation, "
+                        "best of k samples; as agents.report)")
     for col in ("model", "strategy", "problems", "attempts"):
         table.add_column(col, justify="left" if col in ("model", "strategy") else "right")
     for p in protocols:

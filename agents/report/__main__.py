@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from .. import metrics as M
+from ..turns import DEFAULT_TURN_POLICY, TURN_POLICIES, turn_label
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -18,8 +19,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--html", metavar="PATH", help="write a self-contained HTML report")
     ap.add_argument("--compare", metavar="RUN2", help="a second run to compare the headline with")
     ap.add_argument("--plots", metavar="DIR", help="write PNG plots into DIR")
-    ap.add_argument("--turn", choices=["final", "best"], default="final",
-                    help="which turn of each (problem, sample) counts (default: final)")
+    ap.add_argument("--turn", choices=TURN_POLICIES, default=DEFAULT_TURN_POLICY,
+                    help=f"which turn of each (problem, sample) counts (default: {DEFAULT_TURN_POLICY}, the "
+                         f"{turn_label(DEFAULT_TURN_POLICY)}, as the sweep's closing table)")
     ap.add_argument("--resamples", type=int, default=M.BOOTSTRAP_RESAMPLES, help="bootstrap resamples (0 = no CIs)")
     ap.add_argument("--seed", type=int, default=M.BOOTSTRAP_SEED)
     args = ap.parse_args(argv)

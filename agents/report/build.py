@@ -24,9 +24,10 @@ from harness.protocols import NAIVE, VERIFIED, Protocol
 
 from .. import metrics as M
 from ..store import ATTEMPTS, RunStore, Unreadable
+from ..turns import DEFAULT_TURN_POLICY, TurnPolicy, turn_label
 from . import waterfall as W
 from .audit import AuditEntry, audit_threads
-from .scoring import Thread, TurnPolicy, load_threads
+from .scoring import Thread, load_threads
 
 ALL = "all"
 
@@ -335,7 +336,7 @@ def _compare_rows(a: Report, b: Report) -> list[CompareRow]:
 def build_report(
     run_dir: str | Path,
     protocols: Sequence[Protocol] | None = None,
-    turn_policy: TurnPolicy = "final",
+    turn_policy: TurnPolicy = DEFAULT_TURN_POLICY,
     resamples: int = M.BOOTSTRAP_RESAMPLES,
     seed: int = M.BOOTSTRAP_SEED,
     compare: str | Path | None = None,
@@ -406,7 +407,7 @@ def build_report(
                                   sample=t.sample, final=views[-1], turns=views))
 
     notes = [
-        f"turn policy: {turn_policy} (the {'last turn' if turn_policy == 'final' else 'best turn'} of each "
+        f"turn policy: {turn_policy} (the {turn_label(turn_policy)} of each "
         "(problem, sample) counts); best-of-k over samples per problem",
         "fast_p over N = every problem of the level attempted by any model in the run; missing or failed "
         "problems count as not fast",

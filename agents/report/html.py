@@ -13,6 +13,7 @@ import jinja2
 from markupsafe import Markup
 
 from .. import metrics as M
+from ..turns import turn_label
 from . import audit as A
 from . import text as T
 from .build import ALL, Report
@@ -53,6 +54,7 @@ protocols {{ rep.protocols|join(", ") }} · generated {{ rep.generated_at }}</p>
 {% for u in rep.unreadable %}line {{ u.line }}{% if u.key %} ({{ u.key }}){% endif %}: {{ u.reason }}{% if not loop.last %}; {% endif %}{% endfor %}</p>{% endif %}
 
 <h2 id="headline">Headline: naive vs verified</h2>
+<p class="muted">Each (problem, sample) counts its {{ turn_counts }}; best of k samples per problem.</p>
 <table>
 <tr><th class="l" rowspan="2">system</th><th rowspan="2">level</th><th rowspan="2">N</th>
 <th colspan="{{ protos|length }}">correct</th><th colspan="{{ protos|length }}">fast_1</th><th colspan="{{ protos|length }}">geomean speedup over correct (n)</th>
@@ -240,7 +242,7 @@ def render_html(rep: Report, plots: dict[str, bytes] | None = None) -> str:
         waterfalls=[w for w in rep.waterfalls if w.level == ALL] + [w for w in rep.waterfalls if w.level != ALL],
         changes=changes, strategy_rows=[r for r in rep.headline if r.level == ALL],
         plots={k: base64.b64encode(v).decode() for k, v in plots.items()},
-        x=T.x, pct=T.pct, ci=ci, guards=lambda s: T.guards_cell(s, limit=6),
+        turn_counts=turn_label(rep.turn_policy), x=T.x, pct=T.pct, ci=ci, guards=lambda s: T.guards_cell(s, limit=6),
         g=A.g, params_line=A.params_line, guard_line=A.guard_line,
         first=lambda by: next(v for v in by.values() if v is not None),
         sysname=lambda m, s: T.system(rep, m, s),

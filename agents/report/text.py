@@ -6,6 +6,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import metrics as M
+from ..turns import turn_label
 from .build import ALL, Report
 
 
@@ -46,7 +47,8 @@ def headline_tables(rep: Report) -> list[Table]:
     for r in rep.headline:
         rows.setdefault((r.model, r.strategy, r.level), {})[r.protocol] = r.summary
 
-    t = Table(title=f"Headline — run {rep.run} ({' vs '.join(protos)}; 95% bootstrap CI)", show_lines=False)
+    t = Table(title=f"Headline — run {rep.run} ({' vs '.join(protos)}; {turn_label(rep.turn_policy)} of each "
+                    "(problem, sample), best of k samples; 95% bootstrap CI)", show_lines=False)
     for c in ("system", "level", "N"):
         t.add_column(c)
     for p in protos:
