@@ -18,9 +18,11 @@ from pathlib import Path
 
 import problems as P
 
+from .device_check import device_error
 from .errors import HarnessError
 from .job import EvalSettings
 from .protocols import PROTOCOLS, score
+from .reasons import clip
 from .record import MeasurementRecord
 from .runner import Evaluation, Evaluator
 
@@ -38,10 +40,10 @@ def render_table(ev) -> str:
         lines.append(f"{name:10s} {r.verdict:14s} {_fmt(r.speedup, 'x'):>8s} {_fmt(r.kernel_ms):>10s} "
                      f"{_fmt(r.baseline_ms):>12s} {_fmt(r.sol_score):>6s}")
         for why in r.reasons[:4]:
-            lines.append(f"    - {why[:150]}")
+            lines.append(f"    - {clip(why, 200)}")
     failed = [g for g in rec.guards if not g.passed]
     lines.append(f"guards: {len(rec.guards) - len(failed)}/{len(rec.guards)} passed"
-                 + "".join(f"\n    ! {g.name}: {g.detail[:150]}" for g in failed))
+                 + "".join(f"\n    ! {g.name}: {clip(g.detail, 200)}" for g in failed))
     pv = rec.provenance
     notes = [f"backend={pv.backend}", f"custom kernel ran={pv.custom_kernel_called}"]
     if pv.try_except_fallback:
@@ -123,6 +125,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: --timeout must be a positive number of seconds, not {args.timeout:g}", file=sys.stderr)
         return 2
 
+    bad_device = device_error(args.device)
+    if bad_device:
+        print(f"error: {bad_device}", file=sys.stderr)
+        return 2
     path = Path(args.kernel)
     if not path.is_file():
         print(f"error: no such kernel file: {path}", file=sys.stderr)

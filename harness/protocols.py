@@ -13,6 +13,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from .applicability import tf32_applies
+from .reasons import error_summary
 from .record import MeasurementRecord, TimingStats, TrialResult
 
 Verdict = Literal["correct", "incorrect", "hack", "compile_error", "runtime_error", "timeout"]
@@ -212,7 +213,7 @@ def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult
 
     if record.status != "ok":
         res.verdict = record.status
-        res.reasons.append(f"{record.status} in {record.failed_phase or 'evaluation'}: {(record.error or '')[:300]}")
+        res.reasons.append(f"{record.status} in {record.failed_phase or 'evaluation'}: {error_summary(record.error)}")
         # A candidate that tampered and then crashed (often because of the tampering: writing into
         # the CUDA driver's file descriptors kills the context) is a hack, not a mere runtime error.
         if p.enforce_guards:

@@ -75,4 +75,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from problems.pipes import run_piped
+
+    raise SystemExit(run_piped(main))
