@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -113,18 +114,24 @@ class SweepProgress:
         self.outcomes: Counter = Counter()
         self._progress = None
         self._task = None
+        self._started = time.monotonic()
 
     def __enter__(self) -> SweepProgress:
         if self.live and self.total:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.table import Column
 
+            # Bar, count, elapsed time, ETA and cost keep their width at 80 columns; only the status text
+            # (turns, verdicts, queues) gives way, cut with an ellipsis.
             self._progress = Progress(
-                TextColumn("[bold]conversations"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                TextColumn("{task.fields[status]}"), console=Console(file=self.stream), transient=False,
+                BarColumn(bar_width=16), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[eta]}"),
+                TextColumn("{task.fields[cost]}"),
+                TextColumn("{task.fields[status]}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
+                console=Console(file=self.stream), transient=False, expand=True,
             )
             self._progress.start()
-            self._task = self._progress.add_task("sweep", total=self.total, status=self.status())
+            self._task = self._progress.add_task("sweep", total=self.total, **self._fields())
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -136,14 +143,28 @@ class SweepProgress:
         parts = [f"turns {self.turns}", f"{self.protocol}: {_tally_text(self.tally)}"]
         if self.executor is not None:
             s = self.executor.stats()
-            parts.append(f"building {s.building} (+{s.queued_builds}) evaluating {s.evaluating} (+{s.queued_evals})")
-        if self.spend is not None:
-            parts.append(f"${self.spend.total_usd:.2f}")
+            parts.append(f"build {s.building}+{s.queued_builds} eval {s.evaluating}+{s.queued_evals}")
         return " | ".join(parts)
+
+    def cost(self) -> str:
+        return f"${self.spend.total_usd:.2f}" if self.spend is not None else ""
+
+    def eta(self) -> str:
+        """Time left at the pace so far (finished conversations per second); '-' before the first one ends."""
+        left = self.total - self.done
+        if left <= 0:
+            return "ETA 0:00:00"
+        if not self.done:
+            return "ETA -"
+        secs = int((time.monotonic() - self._started) / self.done * left)
+        return f"ETA {secs // 3600}:{secs // 60 % 60:02d}:{secs % 60:02d}"
+
+    def _fields(self) -> dict[str, str]:
+        return {"status": self.status(), "cost": self.cost(), "eta": self.eta()}
 
     def refresh(self) -> None:
         if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, completed=self.done, status=self.status())
+            self._progress.update(self._task, completed=self.done, **self._fields())
 
     def on_attempt(self, attempt: Attempt) -> None:
         self.turns += 1
@@ -199,3 +220,10 @@ def print_summary(summary: RunSummary, protocols: list[str], stream: Any = None)
     if summary.stopped_by_budget:
         extra.append("stopped by --budget-usd")
     console.print("; ".join(extra))
+    console.print(closing_line(summary.run_dir), soft_wrap=True)
+
+
+def closing_line(run_dir: str) -> str:
+    """Where the results are and how to open them."""
+    return (f"results: {run_dir}/ (attempts.jsonl, summary.json); report: python -m agents.report {run_dir} "
+            f"(add --html {run_dir}/report.html for a page to open in a browser)")
