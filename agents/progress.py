@@ -47,6 +47,8 @@ class RunSummary(BaseModel):
     cost_usd: float = 0.0
     stopped_by_budget: bool = False
     rows: list[SummaryRow] = Field(default_factory=list)
+    invocations: int = Field(1, description="sweep invocations that added to this run (--resume adds one); "
+                                            "wall_s is their sum, outcomes the last one's ('skipped' = done before)")
     turn_policy: str = Field(DEFAULT_TURN_POLICY, description="which turn of each conversation the rows count "
                                                               "(agents.turns)")
 

@@ -220,6 +220,9 @@ async def _run(config: SweepConfig, *, executor: Executor | None, clients: dict 
             except Exception:  # noqa: BLE001
                 pass
     attempts = store.attempts()
+    previous = _finished_summary(store) if config.resume else None
+    if previous is not None and len(store.keys()) == before and set(outcomes) <= {"skipped"}:
+        return previous  # a finished run resumed with nothing left to do: its summary stands as written
     summary = RunSummary(
         run_dir=str(store.dir), wall_s=time.monotonic() - started, attempts=len(attempts),
         new_attempts=len(store.keys()) - before, errors=len(read_errors(store.dir)),
@@ -227,8 +230,21 @@ async def _run(config: SweepConfig, *, executor: Executor | None, clients: dict 
         cost_usd=sum(a.cost_usd or 0.0 for a in attempts), stopped_by_budget="budget" in outcomes,
         rows=summarize(attempts, config.protocols),
     )
+    if previous is not None:  # the time and invocations of the run so far, not only this resume's
+        summary.wall_s += previous.wall_s
+        summary.invocations = previous.invocations + 1
     (store.dir / "summary.json").write_text(summary.model_dump_json(indent=2))
     return summary
+
+
+def _finished_summary(store: RunStore) -> RunSummary | None:
+    """The summary an earlier invocation wrote when it finished (None: it did not finish, or cannot be read)."""
+    from pydantic import ValidationError
+
+    try:
+        return RunSummary.model_validate_json((store.dir / "summary.json").read_text())
+    except (OSError, ValidationError):
+        return None
 
 
 # -- CLI -------------------------------------------------------------------------------------------

@@ -95,3 +95,27 @@ def test_piping_into_head_prints_no_traceback(tmp_path, args):
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0
     assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
+def test_readme_problems_usage_is_the_real_cli(tmp_path, capsys):
+    """Issue 20, item 7: the README put --problems-dir after `list`, where the CLI refuses it."""
+    import re
+
+    from problems.__main__ import main
+
+    readme = (ROOT / "README.md").read_text()
+    usage = re.search(r"`python -m problems (\[--problems-dir PATH\] )?list[^`]*`", readme)
+    assert usage and usage.group(1), "README's `problems list` usage must put --problems-dir before `list`"
+    ext = tmp_path / "kb" / "level1"
+    ext.mkdir(parents=True)
+    (ext / "19_ReLU.py").write_text((ROOT / "problems" / "level1" / "19_ReLU.py").read_text())
+    assert main(["--problems-dir", str(tmp_path / "kb"), "list"]) == 0
+    assert "19_ReLU" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["list", "--problems-dir", str(tmp_path / "kb")])
+
+
+def test_readme_documents_the_no_code_status():
+    readme = (ROOT / "README.md").read_text()
+    verdicts = readme[readme.index("Verdicts: `correct`"):][:900]
+    assert "`no_code`" in verdicts

@@ -56,9 +56,11 @@ def main(argv: list[str] | None = None) -> int:
         print_report(rep)
     plots = None
     if args.plots or args.html:
-        from .plots import render_all
+        from .plots import render_all, skipped_plots
 
         plots = render_all(rep)
+        for name, why in skipped_plots(rep).items():
+            print(f"plot {name} not drawn: {why}", file=sys.stderr)
     if args.plots:
         from pathlib import Path
 

@@ -279,8 +279,10 @@ def _trace(thread: Thread, s, chain: list[tuple[str, str, Protocol]]) -> KernelC
     if kc.verdict_changed_at:
         why = "; ".join(kc.verdict_reasons[:3])
         parts.append(f"verdict {kc.verdict_change} at {kc.verdict_changed_at}" + (f" ({why})" if why else ""))
-    if kc.largest_speedup_move_at and kc.largest_speedup_factor and abs(math.log(kc.largest_speedup_factor)) > math.log(1.1):
-        i = [r.step for r in results].index(kc.largest_speedup_move_at)
+    i = [r.step for r in results].index(kc.largest_speedup_move_at) if kc.largest_speedup_move_at else 0
+    if (kc.largest_speedup_move_at and kc.largest_speedup_factor
+            and abs(math.log(kc.largest_speedup_factor)) > math.log(1.1)
+            and results[i - 1].verdict == results[i].verdict == "correct"):  # an incorrect kernel has no speedup
         parts.append(f"speedup {_fmt_x(results[i - 1].speedup)} -> {_fmt_x(results[i].speedup)} "
                      f"at {kc.largest_speedup_move_at}")
     if kc.fast_1_changed_at and kc.fast_1_changed_at not in (kc.verdict_changed_at, kc.largest_speedup_move_at):

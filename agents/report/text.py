@@ -14,6 +14,12 @@ def x(v: float | None, digits: int = 2) -> str:
     return "-" if v is None else f"{v:.{digits}f}x"
 
 
+def vx(verdict: str | None, speedup: float | None) -> str:
+    """A speedup as shown beside its verdict: only a correct kernel has one (an incorrect kernel's time says
+    nothing about a speedup; 'incorrect 2647x' read as a result)."""
+    return x(speedup) if verdict == "correct" else "-"
+
+
 def pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.0f}%"
 
@@ -124,7 +130,7 @@ def changes_table(rep: Report) -> Table:
         first, last = k.steps[0], k.steps[-1]
         step = k.verdict_changed_at or k.fast_1_changed_at or k.largest_speedup_move_at or "-"
         t.add_row(system(rep, k.model, k.strategy), k.problem_id, str(k.sample),
-                  f"{k.turn}{'' if k.final else ' (not final)'}", f"{first.verdict} {x(first.speedup)}", f"{last.verdict} {x(last.speedup)}", step,
+                  f"{k.turn}{'' if k.final else ' (not final)'}", f"{first.verdict} {vx(first.verdict, first.speedup)}", f"{last.verdict} {vx(last.verdict, last.speedup)}", step,
                   k.explanation[:240])
     return t
 
