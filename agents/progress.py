@@ -1,11 +1,13 @@
 """Live progress of a sweep (rich, on a TTY; one plain line per finished conversation otherwise) and the
 end-of-run summary: per model and strategy, problems attempted, correct under each protocol, fast_1 and
-geometric-mean speedup over correct problems (best attempt per problem, as KernelBench-Verified)."""
+geometric-mean speedup over correct problems. Each conversation counts the turn ``agents.turns`` picks
+(the report counts the same one), then the best of k samples per problem (KernelBench-Verified)."""
 
 from __future__ import annotations
 
 import math
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from .store import Attempt
+from .turns import DEFAULT_TURN_POLICY, TurnPolicy, choose_turn, rank, turn_label
 
 TALLY_ORDER = ("correct", "incorrect", "hack", "compile_error", "runtime_error", "timeout", "no_code")
 
@@ -20,7 +23,7 @@ TALLY_ORDER = ("correct", "incorrect", "hack", "compile_error", "runtime_error",
 class ProtocolSummary(BaseModel):
     correct: int = Field(0, description="problems with at least one correct attempt")
     fast_1: float = Field(0.0, description="share of attempted problems correct and faster than the baseline")
-    geomean_speedup: float | None = Field(None, description="over correct problems, best speedup per problem")
+    geomean_speedup: float | None = Field(None, description="over correct problems, best sample per problem")
     geomean_n: int = 0
 
 
@@ -44,6 +47,10 @@ class RunSummary(BaseModel):
     cost_usd: float = 0.0
     stopped_by_budget: bool = False
     rows: list[SummaryRow] = Field(default_factory=list)
+    invocations: int = Field(1, description="sweep invocations that added to this run (--resume adds one); "
+                                            "wall_s is their sum, outcomes the last one's ('skipped' = done before)")
+    turn_policy: str = Field(DEFAULT_TURN_POLICY, description="which turn of each conversation the rows count "
+                                                              "(agents.turns)")
 
 
 def _geomean(xs: list[float]) -> float | None:
@@ -51,7 +58,13 @@ def _geomean(xs: list[float]) -> float | None:
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
 
 
-def summarize(attempts: Iterable[Attempt], protocols: list[str]) -> list[SummaryRow]:
+def _rank(a: Attempt, protocol: str):
+    r = a.results.get(protocol) or {}
+    return rank(r.get("verdict") == "correct", r.get("speedup"))
+
+
+def summarize(attempts: Iterable[Attempt], protocols: list[str],
+              turn_policy: TurnPolicy = DEFAULT_TURN_POLICY) -> list[SummaryRow]:
     groups: dict[tuple[str, str], list[Attempt]] = {}
     for a in attempts:
         groups.setdefault((a.model, a.strategy), []).append(a)
@@ -61,13 +74,18 @@ def summarize(attempts: Iterable[Attempt], protocols: list[str]) -> list[Summary
                          problems=len({a.problem_id for a in items}),
                          samples=len({(a.problem_id, a.sample) for a in items}),
                          cost_usd=sum(a.cost_usd or 0.0 for a in items))
+        # conversation -> turn -> attempt (a turn written twice keeps the later line, as the report does)
+        threads: dict[tuple[str, int], dict[int, Attempt]] = {}
+        for a in items:
+            threads.setdefault((a.problem_id, a.sample), {})[a.turn] = a
         for p in protocols:
             best: dict[str, float] = {}
-            for a in items:
-                r = a.results.get(p)
+            for (pid, _sample), by_turn in threads.items():
+                a = choose_turn([by_turn[t] for t in sorted(by_turn)], turn_policy, lambda a, p=p: _rank(a, p))
+                r = a.results.get(p) if a else None
                 if r and r.get("verdict") == "correct":
                     sp = r.get("speedup") or 0.0
-                    best[a.problem_id] = max(best.get(a.problem_id, 0.0), sp)
+                    best[pid] = max(best.get(pid, 0.0), sp)
             fast = sum(1 for v in best.values() if v > 1.0)
             speedups = [v for v in best.values() if v > 0]
             row.protocols[p] = ProtocolSummary(correct=len(best), fast_1=fast / row.problems if row.problems else 0.0,
@@ -98,18 +116,24 @@ class SweepProgress:
         self.outcomes: Counter = Counter()
         self._progress = None
         self._task = None
+        self._started = time.monotonic()
 
     def __enter__(self) -> SweepProgress:
         if self.live and self.total:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.table import Column
 
+            # Bar, count, elapsed time, ETA and cost keep their width at 80 columns; only the status text
+            # (turns, verdicts, queues) gives way, cut with an ellipsis.
             self._progress = Progress(
-                TextColumn("[bold]conversations"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                TextColumn("{task.fields[status]}"), console=Console(file=self.stream), transient=False,
+                BarColumn(bar_width=16), MofNCompleteColumn(), TimeElapsedColumn(), TextColumn("{task.fields[eta]}"),
+                TextColumn("{task.fields[cost]}"),
+                TextColumn("{task.fields[status]}", table_column=Column(no_wrap=True, overflow="ellipsis", ratio=1)),
+                console=Console(file=self.stream), transient=False, expand=True,
             )
             self._progress.start()
-            self._task = self._progress.add_task("sweep", total=self.total, status=self.status())
+            self._task = self._progress.add_task("sweep", total=self.total, **self._fields())
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -121,14 +145,28 @@ class SweepProgress:
         parts = [f"turns {self.turns}", f"{self.protocol}: {_tally_text(self.tally)}"]
         if self.executor is not None:
             s = self.executor.stats()
-            parts.append(f"building {s.building} (+{s.queued_builds}) evaluating {s.evaluating} (+{s.queued_evals})")
-        if self.spend is not None:
-            parts.append(f"${self.spend.total_usd:.2f}")
+            parts.append(f"build {s.building}+{s.queued_builds} eval {s.evaluating}+{s.queued_evals}")
         return " | ".join(parts)
+
+    def cost(self) -> str:
+        return f"${self.spend.total_usd:.2f}" if self.spend is not None else ""
+
+    def eta(self) -> str:
+        """Time left at the pace so far (finished conversations per second); '-' before the first one ends."""
+        left = self.total - self.done
+        if left <= 0:
+            return "ETA 0:00:00"
+        if not self.done:
+            return "ETA -"
+        secs = int((time.monotonic() - self._started) / self.done * left)
+        return f"ETA {secs // 3600}:{secs // 60 % 60:02d}:{secs % 60:02d}"
+
+    def _fields(self) -> dict[str, str]:
+        return {"status": self.status(), "cost": self.cost(), "eta": self.eta()}
 
     def refresh(self) -> None:
         if self._progress is not None and self._task is not None:
-            self._progress.update(self._task, completed=self.done, status=self.status())
+            self._progress.update(self._task, completed=self.done, **self._fields())
 
     def on_attempt(self, attempt: Attempt) -> None:
         self.turns += 1
@@ -159,7 +197,8 @@ def print_summary(summary: RunSummary, protocols: list[str], stream: Any = None)
     from rich.table import Table
 
     console = Console(file=stream or sys.stdout, width=160)
-    table = Table(title=f"run {summary.run_dir}")
+    table = Table(title=f"run {summary.run_dir} ({turn_label(summary.turn_policy)} of each conversation, "
+                        "best of k samples; as agents.report)")
     for col in ("model", "strategy", "problems", "attempts"):
         table.add_column(col, justify="left" if col in ("model", "strategy") else "right")
     for p in protocols:
@@ -183,3 +222,10 @@ def print_summary(summary: RunSummary, protocols: list[str], stream: Any = None)
     if summary.stopped_by_budget:
         extra.append("stopped by --budget-usd")
     console.print("; ".join(extra))
+    console.print(closing_line(summary.run_dir), soft_wrap=True)
+
+
+def closing_line(run_dir: str) -> str:
+    """Where the results are and how to open them."""
+    return (f"results: {run_dir}/ (attempts.jsonl, summary.json); report: python -m agents.report {run_dir} "
+            f"(add --html {run_dir}/report.html for a page to open in a browser)")

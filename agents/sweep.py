@@ -102,12 +102,14 @@ def prepare(config: SweepConfig) -> tuple[SweepConfig, RunStore]:
         # What the run measures comes from the saved config; only execution knobs may change.
         overrides = {k: getattr(config, k) for k in EXECUTION_FIELDS if k in config.model_fields_set}
         config = SweepConfig.model_validate({**saved, **overrides, "resume": True, "run_dir": str(config.run_dir)})
+        _check_device(config)
     else:
         config = config.resolved()
         run_dir = Path(config.run_dir) if config.run_dir else _default_run_dir(config)
         if (run_dir / "attempts.jsonl").exists() or (run_dir / "config.json").exists():
             raise SweepError(f"{run_dir} already holds a run; add --resume to continue it, or pick another --run-dir")
         config = config.model_copy(update={"run_dir": run_dir})
+        _check_device(config)  # before the run directory exists
         store = RunStore(run_dir)
     for s in config.strategies:
         prompts.load_strategy(s)  # unknown strategies fail before any work starts
@@ -117,6 +119,14 @@ def prepare(config: SweepConfig) -> tuple[SweepConfig, RunStore]:
         raise SweepError(str(e)) from None
     store.write_config(config)
     return config, store
+
+
+def _check_device(config: SweepConfig) -> None:
+    """A device this host cannot run fails before any work. A Ray sweep's GPUs are the cluster's, not this host's."""
+    from harness.device_check import device_error
+
+    if config.executor == "local" and config.device and (why := device_error(config.device)):
+        raise SweepError(why)
 
 
 def _resolve_clients(config: SweepConfig) -> tuple[dict, dict[str, str], dict[str, int]]:
@@ -210,6 +220,9 @@ async def _run(config: SweepConfig, *, executor: Executor | None, clients: dict 
             except Exception:  # noqa: BLE001
                 pass
     attempts = store.attempts()
+    previous = _finished_summary(store) if config.resume else None
+    if previous is not None and len(store.keys()) == before and set(outcomes) <= {"skipped"}:
+        return previous  # a finished run resumed with nothing left to do: its summary stands as written
     summary = RunSummary(
         run_dir=str(store.dir), wall_s=time.monotonic() - started, attempts=len(attempts),
         new_attempts=len(store.keys()) - before, errors=len(read_errors(store.dir)),
@@ -217,8 +230,21 @@ async def _run(config: SweepConfig, *, executor: Executor | None, clients: dict 
         cost_usd=sum(a.cost_usd or 0.0 for a in attempts), stopped_by_budget="budget" in outcomes,
         rows=summarize(attempts, config.protocols),
     )
+    if previous is not None:  # the time and invocations of the run so far, not only this resume's
+        summary.wall_s += previous.wall_s
+        summary.invocations = previous.invocations + 1
     (store.dir / "summary.json").write_text(summary.model_dump_json(indent=2))
     return summary
+
+
+def _finished_summary(store: RunStore) -> RunSummary | None:
+    """The summary an earlier invocation wrote when it finished (None: it did not finish, or cannot be read)."""
+    from pydantic import ValidationError
+
+    try:
+        return RunSummary.model_validate_json((store.dir / "summary.json").read_text())
+    except (OSError, ValidationError):
+        return None
 
 
 # -- CLI -------------------------------------------------------------------------------------------
@@ -239,7 +265,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--turns", type=int)
     ap.add_argument("--stop-on", choices=["verified", "naive", "none"])
     ap.add_argument("--protocols", type=_csv, help="default naive,verified")
-    ap.add_argument("--device", choices=["cuda", "cpu"])
+    ap.add_argument("--device", help="cuda or cpu (default: cuda when a GPU is visible)")
     ap.add_argument("--backend", choices=["cuda", "triton", "cpu"])
     ap.add_argument("--size", choices=["small", "full"])
     ap.add_argument("--gpus", type=int, help="evaluation workers (one per GPU)")
@@ -288,6 +314,12 @@ def main(argv: list[str] | None = None) -> int:
     from .models import MissingCredentials, ProviderError
 
     args = build_parser().parse_args(argv)
+    if args.device is not None:
+        from harness.device_check import device_error
+
+        if args.device not in ("cpu", "cuda"):
+            print(f"error: {device_error(args.device) or f'--device {args.device}: use cpu or cuda'}", file=sys.stderr)
+            return 2
     if not args.models and not args.resume:
         print("error: --models is required (e.g. --models demo, or --models replay:PATH)", file=sys.stderr)
         return 2

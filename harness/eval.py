@@ -12,14 +12,17 @@ import argparse
 import hashlib
 import json
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
 import problems as P
 
+from .device_check import device_error
 from .errors import HarnessError
 from .job import EvalSettings
 from .protocols import PROTOCOLS, score
+from .reasons import clip
 from .record import MeasurementRecord
 from .runner import Evaluation, Evaluator
 
@@ -37,10 +40,10 @@ def render_table(ev) -> str:
         lines.append(f"{name:10s} {r.verdict:14s} {_fmt(r.speedup, 'x'):>8s} {_fmt(r.kernel_ms):>10s} "
                      f"{_fmt(r.baseline_ms):>12s} {_fmt(r.sol_score):>6s}")
         for why in r.reasons[:4]:
-            lines.append(f"    - {why[:150]}")
+            lines.append(f"    - {clip(why, 200)}")
     failed = [g for g in rec.guards if not g.passed]
     lines.append(f"guards: {len(rec.guards) - len(failed)}/{len(rec.guards)} passed"
-                 + "".join(f"\n    ! {g.name}: {g.detail[:150]}" for g in failed))
+                 + "".join(f"\n    ! {g.name}: {clip(g.detail, 200)}" for g in failed))
     pv = rec.provenance
     notes = [f"backend={pv.backend}", f"custom kernel ran={pv.custom_kernel_called}"]
     if pv.try_except_fallback:
@@ -83,6 +86,26 @@ def undecodable(data: bytes, why: str, problem_id: str, size: str, device: str, 
     return Evaluation(record=record, results={r.protocol: r for r in (score(record, p) for p in protocols)})
 
 
+def bounded_evaluate(ev: Evaluator, source: str, problem_id: str, protocols: list[str], timeout_s: float
+                     ) -> Evaluation | None:
+    """Evaluate with one deadline for the whole evaluation: the build gets ``timeout_s``, the reference and
+    then the candidate run get what is left of it (at least 1 s each). A source that builds nothing spends
+    nothing on the build, so its run gets nearly all of it. None: the reference itself did not finish."""
+    deadline = time.monotonic() + timeout_s
+
+    def left() -> float:
+        return max(1.0, deadline - time.monotonic())
+
+    ev.settings = ev.settings.model_copy(update={"build_timeout_s": timeout_s})
+    built = ev.build(source)
+    ev.settings = ev.settings.model_copy(update={"reference_timeout_s": left()})
+    if built.ok and not ev.prepare(problem_id):
+        return None
+    # The build is done (or cached): the run gets no build allowance on top of the time left.
+    ev.settings = ev.settings.model_copy(update={"eval_timeout_s": left(), "build_timeout_s": 0.0})
+    return ev.evaluate(source, problem_id, protocols, build=built)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m harness.eval", description=__doc__)
     ap.add_argument("kernel", help="candidate source file defining ModelNew")
@@ -93,8 +116,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--problems-dir", help="score against an external KernelBench-format problem directory")
     ap.add_argument("--json", action="store_true", help="print the record and results as JSON")
     ap.add_argument("--quick", action="store_true", help="fewer timing iterations (for smoke tests)")
+    ap.add_argument("--timeout", type=float, metavar="SECONDS",
+                    help="bound the whole evaluation (build, reference, run); a candidate still running then gets "
+                         "the verdict timeout. Default: 900 s for a build plus 600 s for the run (a source that "
+                         "builds nothing gets no build allowance)")
     args = ap.parse_args(argv)
+    if args.timeout is not None and not args.timeout > 0:
+        print(f"error: --timeout must be a positive number of seconds, not {args.timeout:g}", file=sys.stderr)
+        return 2
 
+    bad_device = device_error(args.device)
+    if bad_device:
+        print(f"error: {bad_device}", file=sys.stderr)
+        return 2
     path = Path(args.kernel)
     if not path.is_file():
         print(f"error: no such kernel file: {path}", file=sys.stderr)
@@ -121,7 +155,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         try:
             with Evaluator(args.device, size, settings=settings, problems_dir=args.problems_dir) as ev:
-                result = ev.evaluate(source, args.problem, protocols)
+                if args.timeout is None:
+                    result = ev.evaluate(source, args.problem, protocols)
+                else:
+                    bounded = bounded_evaluate(ev, source, args.problem, protocols, args.timeout)
+                    if bounded is None:
+                        print(f"error: the reference outputs of {problem.id} were not ready within --timeout "
+                              f"{args.timeout:g} s (no verdict for this kernel)", file=sys.stderr)
+                        return 3
+                    result = bounded
         except HarnessError as exc:  # the harness failed, not the kernel: no verdict, say so
             print(f"error: the harness failed (no verdict for this kernel; try again): {exc}", file=sys.stderr)
             return 3

@@ -12,8 +12,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from .applicability import tf32_applies
 from .guard_registry import CONSISTENCY_GUARDS, TAMPERING_GUARDS, severity
 from .intervals import noise_reasons, ratio_interval
+from .reasons import error_summary
 from .record import MeasurementRecord, TimingStats, TrialResult
 
 Verdict = Literal["correct", "incorrect", "hack", "compile_error", "runtime_error", "timeout"]
@@ -217,7 +219,7 @@ def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult
 
     if record.status != "ok":
         res.verdict = record.status
-        res.reasons.append(f"{record.status} in {record.failed_phase or 'evaluation'}: {(record.error or '')[:300]}")
+        res.reasons.append(f"{record.status} in {record.failed_phase or 'evaluation'}: {error_summary(record.error)}")
         # A candidate that tampered and then crashed (often because of the tampering: writing into
         # the CUDA driver's file descriptors kills the context) is a hack, not a mere runtime error.
         if p.enforce_guards:
@@ -260,12 +262,16 @@ def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult
 
     kernel_stats = record.timing.naive_kernel if p.timing == "naive" else record.timing.verified_kernel
     kernel = _stat(kernel_stats, p.statistic)
-    if p.baseline == "eager_tf32":
+    # Where TF32 cannot apply (CPU; no matmul/convolution) the TF32 baseline is the fp32 one: read the same
+    # measurement, so the TF32 switch moves nothing (harness.applicability).
+    if p.baseline == "eager_tf32" and tf32_applies(record)[0]:
         base_stats = record.timing.verified_baseline_tf32 if p.timing == "verified" else None
         if base_stats is None:  # tf32 baseline timed only with the verified method
             base_stats = record.timing.verified_baseline_tf32
     else:
         base_stats = record.timing.naive_baseline_fp32 if p.timing == "naive" else record.timing.verified_baseline_fp32
+        if base_stats is None and p.baseline == "eager_tf32":  # no fp32 timing to reuse: the one there is
+            base_stats = record.timing.verified_baseline_tf32
     baseline = _stat(base_stats, p.statistic)
     res.kernel_ms, res.baseline_ms = kernel, baseline
     if kernel and baseline and kernel > 0:

@@ -137,6 +137,9 @@ class Memory(_Stored):
 class Roofline(_Stored):
     flops: MeasuredFloat
     bytes: MeasuredFloat
+    matmul_flops: float | None = Field(
+        None, description="FLOPs of the reference's matmul-like ops (mm, convolution, attention), the only ops TF32 "
+                          "touches; None: not counted (records written before the field)")
     peak_flops: float | None = None
     peak_bandwidth: float | None = None
     t_sol_ms: float | None = None

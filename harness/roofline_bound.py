@@ -31,7 +31,7 @@ def device_peaks(device_name: str) -> tuple[float, float, float] | None:
 def roofline_for(problem: Problem, size: Size, device: str, device_name: str | None = None) -> Roofline:
     c = count(problem, size)
     peaks = device_peaks(device_name or "")
-    r = Roofline(flops=c.flops, bytes=c.bytes, device_name=device_name or device)
+    r = Roofline(flops=c.flops, bytes=c.bytes, matmul_flops=c.matmul_flops, device_name=device_name or device)
     if peaks:
         _, tf32_peak, bw = peaks
         # A candidate may legitimately use TF32 tensor cores, so the compute bound uses the TF32 rate.

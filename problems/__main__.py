@@ -65,4 +65,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from .pipes import run_piped
+
+    sys.exit(run_piped(main))

@@ -102,6 +102,32 @@ def test_hang_becomes_timeout_in_bounded_time(tmp_path):
         assert ok.results["verified"].verdict == "correct"
 
 
+def test_cli_timeout_bounds_the_whole_evaluation_of_a_hanging_kernel(tmp_path):
+    """Issue 20, item 3: without --timeout a hanging pure-Python kernel held harness.eval for up to 600 s (and a
+    build allowance it never uses); --timeout SECONDS ends the whole evaluation then, with the verdict timeout."""
+    k = tmp_path / "hang.py"
+    k.write_text(model_new("while True:\n    pass"))
+    t0 = time.perf_counter()
+    out = subprocess.run([sys.executable, "-m", "harness.eval", str(k), "--problem", "1/19", "--quick", "--json",
+                          "--timeout", "15"], capture_output=True, text=True, cwd=ROOT, timeout=300,
+                         env={**__import__("os").environ, "KV_CACHE_DIR": str(tmp_path)})
+    wall = time.perf_counter() - t0
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["record"]["status"] == "timeout"
+    assert data["record"]["failed_phase"] == "correctness"  # it ran: the build allowance went to the run
+    assert {r["verdict"] for r in data["protocols"].values()} == {"timeout"}
+    assert wall < 15 + 30  # the deadline, plus the process's own start (imports) on a loaded host
+
+
+def test_cli_timeout_must_be_positive(tmp_path):
+    k = tmp_path / "k.py"
+    k.write_text(model_new("return x"))
+    out = subprocess.run([sys.executable, "-m", "harness.eval", str(k), "--problem", "1/19", "--timeout", "0"],
+                         capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 2 and "--timeout must be a positive" in out.stderr and "Traceback" not in out.stderr
+
+
 def test_fake_stdout_fork_and_cwd_writes_cannot_change_the_result(ev):
     body = (
         "import os\n"

@@ -86,3 +86,27 @@ def test_existing_run_dir_needs_resume(tmp_path):
     run_sweep(config(tmp_path, budget_usd=0.0), clients={"scripted": client})
     with pytest.raises(SweepError):
         run_sweep(config(tmp_path), clients={"scripted": client})
+
+
+def test_resume_of_a_finished_run_keeps_its_summary(tmp_path):
+    """Issue 20, item 7: --resume on a finished run rewrote summary.json as 'skipped 1, wall 0.07 s'."""
+    client = ScriptedClient([fenced(RELU_OK)])
+    first = run_sweep(config(tmp_path), clients={"scripted": client})
+    path = tmp_path / "run" / "summary.json"
+    written = path.read_text()
+    resumed = SweepConfig(models=["scripted"], run_dir=tmp_path / "run", resume=True)
+    again = run_sweep(resumed, clients={"scripted": ScriptedClient([fenced(RELU_OK)])})
+    assert path.read_text() == written
+    assert again.outcomes == first.outcomes and "skipped" not in again.outcomes
+    assert again.wall_s == first.wall_s and again.invocations == 1
+
+
+def test_resume_that_adds_work_sums_the_wall_time(tmp_path):
+    client = ScriptedClient([fenced(RELU_SYNTAX_ERROR), fenced(RELU_OK)])
+    first = run_sweep(config(tmp_path, budget_usd=0.005), clients={"scripted": client})
+    resumed = SweepConfig(models=["scripted"], run_dir=tmp_path / "run", resume=True, budget_usd=1.0)
+    second = run_sweep(resumed, clients={"scripted": ScriptedClient([fenced(RELU_SYNTAX_ERROR), fenced(RELU_OK)])})
+    assert second.new_attempts == 1 and second.invocations == 2
+    assert second.wall_s > first.wall_s
+    saved = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert saved["invocations"] == 2 and saved["wall_s"] == pytest.approx(second.wall_s)

@@ -6,11 +6,16 @@ from __future__ import annotations
 
 import pytest
 
+from agents.report import build_report
 from agents.report import waterfall as W
 from agents.report.synthetic import record, stats
+from agents.store import Attempt, RunStore
 from harness import NAIVE, VERIFIED, score
+from harness.applicability import tf32_applies
+from harness.record import Roofline
 
 CONV = "level1/50_conv_standard_2D__square_input__square_kernel"
+MATMUL = "level1/1_Square_matrix_multiplication_"
 
 
 def speedups(rec) -> dict[str, float]:
@@ -71,3 +76,75 @@ def test_labels_say_what_each_step_changes():
     chain = {s: p for s, _l, p in W.steps()}
     assert chain["timing"].baseline == "eager_fp32" and chain["timing"].timing == "verified"
     assert chain["tf32_baseline"].baseline == "eager_tf32" and chain["tf32_baseline"].timing == "verified"
+
+
+# -- issue 20, item 2: a component that cannot apply to a kernel changes nothing ---------------------------
+
+RELU = "level1/19_ReLU"
+
+
+def noisy_baselines(pid: str, device: str, matmul_flops: float | None, k: float = 0.5):
+    """Two timings of one baseline that disagree, as on a loaded host: fp32 2.0 ms, TF32 'baseline' 0.8 ms."""
+    rec = record(pid, naive_k=k, naive_b=2.0, ver_k=k, ver_tf32=0.8, ver_b32=2.0)
+    rec.device = device
+    rec.roofline = Roofline(flops=1e6, bytes=1e6, matmul_flops=matmul_flops)
+    return rec
+
+
+@pytest.mark.parametrize(("pid", "device", "matmul_flops"), [
+    (MATMUL, "cpu", 1e9),      # TF32 does not exist on the CPU, matmul or not
+    (RELU, "cpu", 0.0),
+    (RELU, "cuda", 0.0),       # a GPU, but nothing TF32 touches
+])
+def test_tf32_step_changes_nothing_where_tf32_cannot_apply(pid, device, matmul_flops):
+    rec = noisy_baselines(pid, device, matmul_flops)
+    assert not tf32_applies(rec)[0]
+    sp = speedups(rec)
+    assert sp["tf32_baseline"] == sp["timing"] == pytest.approx(2.0 / 0.5)
+    assert score(rec, VERIFIED).speedup == pytest.approx(sp["timing"])  # verified reads the same measurement
+    assert score(rec, VERIFIED).baseline_ms == rec.timing.verified_baseline_fp32.median_ms
+
+
+@pytest.mark.parametrize("matmul_flops", [1e9, None])  # None: a record that does not say (counts as applicable)
+def test_tf32_step_still_moves_a_matmul_on_cuda(matmul_flops):
+    rec = noisy_baselines(MATMUL, "cuda", matmul_flops)
+    assert tf32_applies(rec)[0]
+    sp = speedups(rec)
+    assert sp["timing"] / sp["tf32_baseline"] == pytest.approx(2.0 / 0.8)
+
+
+def test_cpu_waterfall_tf32_step_moves_neither_geomean_nor_fast_p(tmp_path):
+    """The issue's symptom: on the CPU the tf32_baseline step moved the geomean x1.19 and fast_1 +31 points.
+    Here the TF32 'baseline' timings are 2.5x faster than the fp32 ones (noise), which would have turned every
+    kernel from fast to slow at that step; it must read 'unchanged' and say why."""
+    store = RunStore(tmp_path / "run")
+    store.write_config({"models": ["m"], "strategies": ["s"]})
+    for i, pid in enumerate((RELU, "level1/20_LeakyReLU", MATMUL)):
+        rec = noisy_baselines(pid, "cpu", 1e9 if pid == MATMUL else 0.0, k=1.0 + 0.1 * i)
+        store.append(Attempt(model="m", model_id="m", strategy="s", backend="cpu", problem_id=pid, level=1,
+                             number=int(pid.split("/")[1].split("_")[0]), sample=0, turn=1, response="",
+                             kernel_source="x", record=rec.model_dump(mode="json"), device="cpu", size="small"))
+    rep = build_report(tmp_path / "run", resamples=0)
+    steps = {s.step: s for s in rep.waterfall("m").steps}
+    tf32 = steps["tf32_baseline"]
+    assert tf32.d_geomean == pytest.approx(1.0) and tf32.d_fast_1 == 0.0
+    assert tf32.fast_1.value == steps["timing"].fast_1.value == 1.0
+    assert tf32.fast_lost == 0 and tf32.not_applicable == 3
+    assert steps["timing"].not_applicable == 0
+    head = {r.protocol: r.summary for r in rep.headline if r.level == "all"}
+    assert head["verified"].geomean_speedup.value == pytest.approx(steps["timing"].geomean.value)
+    assert "does not apply to 3 kernel(s)" in "\n".join(_render_text(rep))
+
+
+def _render_text(rep) -> list[str]:
+    import io
+
+    from rich.console import Console
+
+    from agents.report.text import waterfall_tables
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=3000)
+    for t in waterfall_tables(rep):
+        console.print(t)
+    return buf.getvalue().splitlines()

@@ -8,6 +8,7 @@ import sys
 from harness.protocols import CONSERVATIVE_CREDIT
 
 from .. import metrics as M
+from ..turns import DEFAULT_TURN_POLICY, TURN_POLICIES, turn_label
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -20,8 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--html", metavar="PATH", help="write a self-contained HTML report")
     ap.add_argument("--compare", metavar="RUN2", help="a second run to compare the headline with")
     ap.add_argument("--plots", metavar="DIR", help="write PNG plots into DIR")
-    ap.add_argument("--turn", choices=["final", "best"], default="final",
-                    help="which turn of each (problem, sample) counts (default: final)")
+    ap.add_argument("--turn", choices=TURN_POLICIES, default=DEFAULT_TURN_POLICY,
+                    help=f"which turn of each (problem, sample) counts (default: {DEFAULT_TURN_POLICY}, the "
+                         f"{turn_label(DEFAULT_TURN_POLICY)}, as the sweep's closing table)")
     ap.add_argument("--fast-p-on", choices=["point", "lower"], default="point",
                     help="which speedup fast_p and geomean count: point (default: point estimates, except that under "
                          "verified " + CONSERVATIVE_CREDIT.replace("%", "%%") + ") or lower (every protocol on its "
@@ -60,9 +62,11 @@ def main(argv: list[str] | None = None) -> int:
         print_report(rep)
     plots = None
     if args.plots or args.html:
-        from .plots import render_all
+        from .plots import render_all, skipped_plots
 
         plots = render_all(rep)
+        for name, why in skipped_plots(rep).items():
+            print(f"plot {name} not drawn: {why}", file=sys.stderr)
     if args.plots:
         from pathlib import Path
 
@@ -79,4 +83,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from problems.pipes import run_piped
+
+    raise SystemExit(run_piped(main))

@@ -266,6 +266,11 @@ def xs(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}x"
 
 
+def vxs(verdict: str, v: float | None) -> str:
+    """Only a correct kernel shows a speedup beside its verdict."""
+    return xs(v) if verdict == "correct" else "-"
+
+
 def trial_line(t: TrialEvidence) -> str:
     head = f"{t.trials} {t.distribution} seed {t.seed} ({t.params} params)"
     if t.exception:
@@ -307,8 +312,8 @@ def entry_lines(e: AuditEntry, max_trials: int | None = TEXT_TRIALS) -> list[str
     who = f"{e.model} ({e.strategy})" if e.strategy else e.model
     out = [f"{e.problem_id} · {who} · sample {e.sample} · turn {e.turn}{'' if e.final else ' (not final)'}"
            + (f" · candidate {e.candidate_hash[:12]}" if e.candidate_hash else "")]
-    out.append(f"  verdict  naive {e.naive_verdict} {xs(e.naive_speedup)} -> verified {e.verified_verdict} "
-               f"{xs(e.verified_speedup)}")
+    out.append(f"  verdict  naive {e.naive_verdict} {vxs(e.naive_verdict, e.naive_speedup)} -> verified "
+               f"{e.verified_verdict} {vxs(e.verified_verdict, e.verified_speedup)}")
     out.append(f"  step     {e.step}: {e.change} ({e.step_label})")
     for s in e.path[1:]:
         out.append(f"  then     {s.step}: {s.before} -> {s.after}")

@@ -24,9 +24,10 @@ from harness.protocols import CONSERVATIVE_CREDIT, NAIVE, VERIFIED, Protocol
 
 from .. import metrics as M
 from ..store import ATTEMPTS, RunStore, Unreadable
+from ..turns import DEFAULT_TURN_POLICY, TurnPolicy, turn_label
 from . import waterfall as W
 from .audit import AuditEntry, audit_threads
-from .scoring import Thread, TurnPolicy, load_threads
+from .scoring import Thread, load_threads
 
 ALL = "all"
 FastPOn = Literal["point", "lower"]
@@ -62,6 +63,8 @@ class WaterfallStep(BaseModel):
     verdicts_changed: int = 0
     became_incorrect: int = 0
     fast_lost: int = 0
+    not_applicable: int = Field(0, description="kernels this step's component cannot change (TF32 on the CPU or "
+                                               "without matmul/convolution): they keep the previous step's result")
 
 
 class ComponentAblation(BaseModel):
@@ -292,8 +295,10 @@ def _trace(thread: Thread, s, chain: list[tuple[str, str, Protocol]]) -> KernelC
     if kc.verdict_changed_at:
         why = "; ".join(kc.verdict_reasons[:3])
         parts.append(f"verdict {kc.verdict_change} at {kc.verdict_changed_at}" + (f" ({why})" if why else ""))
-    if kc.largest_speedup_move_at and kc.largest_speedup_factor and abs(math.log(kc.largest_speedup_factor)) > math.log(1.1):
-        i = [r.step for r in results].index(kc.largest_speedup_move_at)
+    i = [r.step for r in results].index(kc.largest_speedup_move_at) if kc.largest_speedup_move_at else 0
+    if (kc.largest_speedup_move_at and kc.largest_speedup_factor
+            and abs(math.log(kc.largest_speedup_factor)) > math.log(1.1)
+            and results[i - 1].verdict == results[i].verdict == "correct"):  # an incorrect kernel has no speedup
         parts.append(f"speedup {_fmt_x(results[i - 1].speedup)} -> {_fmt_x(results[i].speedup)} "
                      f"at {kc.largest_speedup_move_at}")
     if kc.fast_1_changed_at and kc.fast_1_changed_at not in (kc.verdict_changed_at, kc.largest_speedup_move_at):
@@ -352,7 +357,7 @@ def _compare_rows(a: Report, b: Report) -> list[CompareRow]:
 def build_report(
     run_dir: str | Path,
     protocols: Sequence[Protocol] | None = None,
-    turn_policy: TurnPolicy = "final",
+    turn_policy: TurnPolicy = DEFAULT_TURN_POLICY,
     resamples: int = M.BOOTSTRAP_RESAMPLES,
     seed: int = M.BOOTSTRAP_SEED,
     compare: str | Path | None = None,
@@ -428,7 +433,7 @@ def build_report(
         f"fast_p and geomean count {BASIS[fast_p_on]} (--fast-p-on {fast_p_on}); a speedup's interval is a 95% "
         "bootstrap of its own timing samples (verified: paired by interleaved round), 'noisy' when it spans more "
         "than x1.25 or the timings spread widely",
-        f"turn policy: {turn_policy} (the {'last turn' if turn_policy == 'final' else 'best turn'} of each "
+        f"turn policy: {turn_policy} (the {turn_label(turn_policy)} of each "
         "(problem, sample) counts); best-of-k over samples per problem",
         "fast_p over N = every problem of the level attempted by any model in the run; missing or failed "
         "problems count as not fast",
@@ -480,6 +485,7 @@ def _waterfall(model, strategy, level, group, universe, chain, alone, without, p
             correct=sum(o.correct for o in problems),
             geomean=M.estimate(problems, M.geomean_speedup, resamples, seed),
             fast_1=M.estimate(problems, lambda rows: M.fast_p(rows, 1.0), resamples, seed),
+            not_applicable=W.not_applicable(step, [s.record for t in group if (s := t.choose(p, policy))]),
         )
         if steps:
             before = steps[-1]

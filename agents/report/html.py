@@ -13,10 +13,11 @@ import jinja2
 from markupsafe import Markup
 
 from .. import metrics as M
+from ..turns import turn_label
 from . import audit as A
 from . import text as T
 from .build import ALL, BASIS, Report
-from .plots import render_all
+from .plots import render_all, skipped_plots
 
 TEMPLATE = r"""<!doctype html>
 <html lang="en">
@@ -53,6 +54,7 @@ protocols {{ rep.protocols|join(", ") }} · fast_p and geomean on <b>{{ basis }}
 {% for u in rep.unreadable %}line {{ u.line }}{% if u.key %} ({{ u.key }}){% endif %}: {{ u.reason }}{% if not loop.last %}; {% endif %}{% endfor %}</p>{% endif %}
 
 <h2 id="headline">Headline: naive vs verified <span class="muted">({{ basis }})</span></h2>
+<p class="muted">Each (problem, sample) counts its {{ turn_counts }}; best of k samples per problem.</p>
 <table>
 <tr><th class="l" rowspan="2">system</th><th rowspan="2">level</th><th rowspan="2">N</th>
 <th colspan="{{ protos|length }}">correct</th><th colspan="{{ protos|length }}">fast_1</th><th colspan="{{ protos|length }}">geomean speedup over correct (n)</th>
@@ -89,7 +91,7 @@ protocols {{ rep.protocols|join(", ") }} · fast_p and geomean on <b>{{ basis }}
 <table>
 <tr><th class="l">step</th><th class="l">adds</th><th>correct</th><th>geomean</th><th>× prev</th><th>fast_1</th><th>Δ fast_1</th><th>verdicts changed</th><th>fast lost</th></tr>
 {% for s in w.steps %}
-<tr><td class="l">{{ s.step }}</td><td class="l">{{ s.label }}</td><td>{{ s.correct }}/{{ s.attempted }}</td>
+<tr><td class="l">{{ s.step }}</td><td class="l">{{ s.label }}{% if s.not_applicable %} <span class="muted">(does not apply to {{ s.not_applicable }} kernel(s): unchanged)</span>{% endif %}</td><td>{{ s.correct }}/{{ s.attempted }}</td>
 <td>{{ x(s.geomean.value) }}{{ ci(s.geomean, false) }}</td><td>{{ x(s.d_geomean) }}</td>
 <td>{{ pct(s.fast_1.value) }}{{ ci(s.fast_1, true) }}</td><td>{% if s.d_fast_1 is not none %}{{ "%+.0f"|format(100 * s.d_fast_1) }} pts{% endif %}</td>
 <td>{{ s.verdicts_changed }}</td><td>{{ s.fast_lost }}</td></tr>
@@ -101,15 +103,15 @@ protocols {{ rep.protocols|join(", ") }} · fast_p and geomean on <b>{{ basis }}
 </table></details>
 {% if w.level != "all" %}</details>{% endif %}
 {% endfor %}
-{% if plots.waterfall %}<div class="plots"><img alt="waterfall" src="data:image/png;base64,{{ plots.waterfall }}"></div>{% endif %}
+{% if plots.get("waterfall") %}<div class="plots"><img alt="waterfall" src="data:image/png;base64,{{ plots.get("waterfall") }}"></div>{% endif %}
 
 <h3 id="changes">Why each kernel's result moved</h3>
 <table>
 <tr><th class="l">system</th><th class="l">problem</th><th>sample</th><th>turn</th><th>naive</th><th>verified</th><th class="l">responsible step</th><th class="l">why</th></tr>
 {% for k in changes %}
 <tr><td class="l">{{ sysname(k.model, k.strategy) }}</td><td class="l"><a href="#k-{{ anchor(k) }}">{{ k.problem_id }}</a></td><td>{{ k.sample }}</td><td>{{ k.turn }}{% if not k.final %} <span class="ci">(not final)</span>{% endif %}</td>
-<td><span class="v-{{ k.steps[0].verdict }}">{{ k.steps[0].verdict }}</span> {{ x(k.steps[0].speedup) }}</td>
-<td><span class="v-{{ k.steps[-1].verdict }}">{{ k.steps[-1].verdict }}</span> {{ x(k.steps[-1].speedup) }}</td>
+<td><span class="v-{{ k.steps[0].verdict }}">{{ k.steps[0].verdict }}</span> {{ vx(k.steps[0].verdict, k.steps[0].speedup) }}</td>
+<td><span class="v-{{ k.steps[-1].verdict }}">{{ k.steps[-1].verdict }}</span> {{ vx(k.steps[-1].verdict, k.steps[-1].speedup) }}</td>
 <td class="l">{{ k.verdict_changed_at or k.fast_1_changed_at or k.largest_speedup_move_at }}</td><td class="l">{{ k.explanation }}</td></tr>
 {% endfor %}
 </table>
@@ -122,7 +124,7 @@ the verdict, the failing trials, the parameter mapping used for the perturbed pa
 <div class="audit" id="audit-{{ loop.index }}">
 <h3><a href="#k-{{ anchor(e) }}">{{ e.problem_id }}</a> · {{ sysname(e.model, e.strategy) }} · sample {{ e.sample }} · turn {{ e.turn }}{% if not e.final %} <span class="ci">(not final)</span>{% endif %}{% if e.candidate_hash %} <span class="ci">candidate {{ e.candidate_hash[:12] }}</span>{% endif %}</h3>
 <table>
-<tr><th class="l">verdict</th><td class="l">naive <span class="v-{{ e.naive_verdict }}">{{ e.naive_verdict }}</span> {{ x(e.naive_speedup) }} → verified <span class="v-{{ e.verified_verdict }}">{{ e.verified_verdict }}</span> {{ x(e.verified_speedup) }}</td></tr>
+<tr><th class="l">verdict</th><td class="l">naive <span class="v-{{ e.naive_verdict }}">{{ e.naive_verdict }}</span> {{ vx(e.naive_verdict, e.naive_speedup) }} → verified <span class="v-{{ e.verified_verdict }}">{{ e.verified_verdict }}</span> {{ vx(e.verified_verdict, e.verified_speedup) }}</td></tr>
 <tr><th class="l">responsible step</th><td class="l"><b>{{ e.step }}</b>: {{ e.change }} <span class="muted">({{ e.step_label }})</span>{% for s in e.path[1:] %}<br>then {{ s.step }}: {{ s.before }} → {{ s.after }}{% endfor %}</td></tr>
 {% if e.status != "ok" %}<tr><th class="l">status</th><td class="l">{{ e.status }}: {{ e.error or "" }}</td></tr>{% endif %}
 <tr><th class="l">failing trials</th><td class="l">{% if e.failing_trials %}
@@ -139,7 +141,7 @@ the verdict, the failing trials, the parameter mapping used for the perturbed pa
 
 <h2 id="plots">Plots</h2>
 <div class="plots">
-{% for name in ["fast_p", "speedup_scatter", "speedup_hist", "sol_hist"] %}{% if plots[name] %}<img alt="{{ name }}" src="data:image/png;base64,{{ plots[name] }}">{% endif %}{% endfor %}
+{% for name in ["fast_p", "speedup_scatter", "speedup_hist", "sol_hist"] %}{% if plots.get(name) %}<img alt="{{ name }}" src="data:image/png;base64,{{ plots.get(name) }}">{% elif skipped_plots.get(name) %}<p class="muted">{{ name }} not drawn: {{ skipped_plots.get(name) }}</p>{% endif %}{% endfor %}
 </div>
 
 <h2 id="ablations">Ablations</h2>
@@ -165,12 +167,12 @@ the verdict, the failing trials, the parameter mapping used for the perturbed pa
 {% for k in rep.kernels %}
 <details class="kernel" id="k-{{ anchor(k) }}" data-search="{{ k.model }} {{ k.strategy }} {{ k.problem_id }} {{ k.final.verdicts.values()|join(' ') }}">
 <summary><b>{{ k.problem_id }}</b> · {{ sysname(k.model, k.strategy) }} · sample {{ k.sample }} · {{ k.turns|length }} turn(s) ·
-{% for p in protos %}{{ p }}: <span class="v-{{ k.final.verdicts.get(p) }}">{{ k.final.verdicts.get(p) }}</span> {{ x(k.final.speedups.get(p)) }}{{ iv(k.final.intervals.get(p)) }}{% if k.final.noise.get(p) %} <span class="fail">noisy</span>{% endif %}{% if not loop.last %} · {% endif %}{% endfor %}</summary>
+{% for p in protos %}{{ p }}: <span class="v-{{ k.final.verdicts.get(p) }}">{{ k.final.verdicts.get(p) }}</span> {{ vx(k.final.verdicts.get(p), k.final.speedups.get(p)) }}{% if k.final.verdicts.get(p) == 'correct' %}{{ iv(k.final.intervals.get(p)) }}{% endif %}{% if k.final.noise.get(p) %} <span class="fail">noisy</span>{% endif %}{% if not loop.last %} · {% endif %}{% endfor %}</summary>
 {% for t in k.turns %}
 <details {% if loop.last %}open{% endif %}><summary>turn {{ t.turn }}{% if t.status %} · status {{ t.status }}{% endif %}</summary>
 <table><tr><th class="l">protocol</th><th class="l">verdict</th><th>speedup [95%]</th><th>counted ({{ basis }})</th><th class="l">noisy</th><th>SOL</th><th class="l">reasons</th></tr>
-{% for p in protos %}<tr><td class="l {{ p }}">{{ p }}</td><td class="l"><span class="v-{{ t.verdicts.get(p) }}">{{ t.verdicts.get(p) }}</span></td><td>{{ x(t.speedups.get(p)) }}{{ iv(t.intervals.get(p)) }}</td>
-<td>{{ x(t.credited.get(p)) }}</td><td class="l">{% if t.noise.get(p) %}<span class="fail">yes</span>: {{ t.noise.get(p)|join("; ") }}{% else %}no{% endif %}</td>
+{% for p in protos %}<tr><td class="l {{ p }}">{{ p }}</td><td class="l"><span class="v-{{ t.verdicts.get(p) }}">{{ t.verdicts.get(p) }}</span></td><td>{{ vx(t.verdicts.get(p), t.speedups.get(p)) }}{% if t.verdicts.get(p) == 'correct' %}{{ iv(t.intervals.get(p)) }}{% endif %}</td>
+<td>{{ vx(t.verdicts.get(p), t.credited.get(p)) }}</td><td class="l">{% if t.noise.get(p) %}<span class="fail">yes</span>: {{ t.noise.get(p)|join("; ") }}{% else %}no{% endif %}</td>
 <td>{% if t.sol_scores.get(p) is not none %}{{ "%.2f"|format(t.sol_scores.get(p)) }}{% endif %}</td><td class="l">{{ t.reasons.get(p, [])|join("; ") }}</td></tr>{% endfor %}
 </table>
 {% if t.memory_ratio is not none %}<p>peak memory kernel / baseline: {{ "%.2f"|format(t.memory_ratio) }}</p>{% endif %}
@@ -241,7 +243,7 @@ def render_html(rep: Report, plots: dict[str, bytes] | None = None) -> str:
         waterfalls=[w for w in rep.waterfalls if w.level == ALL] + [w for w in rep.waterfalls if w.level != ALL],
         changes=changes, strategy_rows=[r for r in rep.headline if r.level == ALL],
         plots={k: base64.b64encode(v).decode() for k, v in plots.items()},
-        x=T.x, pct=T.pct, ci=ci, iv=T.interval, basis=T.basis(rep), basis_long=BASIS[rep.fast_p_on], guards=lambda s: T.guards_cell(s, limit=6),
+        turn_counts=turn_label(rep.turn_policy), skipped_plots=skipped_plots(rep), x=T.x, vx=T.vx, pct=T.pct, ci=ci, iv=T.interval, basis=T.basis(rep), basis_long=BASIS[rep.fast_p_on], guards=lambda s: T.guards_cell(s, limit=6),
         g=A.g, params_line=A.params_line, guard_line=A.guard_line,
         first=lambda by: next(v for v in by.values() if v is not None),
         sysname=lambda m, s: T.system(rep, m, s),

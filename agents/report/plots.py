@@ -98,13 +98,17 @@ def speedup_hist(rep: Report) -> bytes:
     return _png(fig)
 
 
+def _sol_values(rep: Report, p: str) -> list[float]:
+    return [min(1.0, k.final.sol_scores[p]) for k in rep.kernels
+            if k.final.verdicts.get(p) == "correct" and k.final.sol_scores.get(p) is not None]
+
+
 def sol_hist(rep: Report) -> bytes:
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
     protos = [p.split("@")[0] for p in rep.protocols]
     bins = [i / 20 for i in range(21)]
     for p in protos:
-        vals = [min(1.0, k.final.sol_scores[p]) for k in rep.kernels
-                if k.final.verdicts.get(p) == "correct" and k.final.sol_scores.get(p) is not None]
+        vals = _sol_values(rep, p)
         ax.hist(vals, bins=bins, alpha=0.55, label=f"{p} (n={len(vals)})")
     ax.axvline(0.5, color="#444", lw=0.8)
     ax.set_xlabel("SOL score (0.5 = baseline, 1 = speed of light)")
@@ -143,8 +147,19 @@ PLOTS = {
 }
 
 
+def skipped_plots(rep: Report) -> dict[str, str]:
+    """Plots that would be empty, and why: they are not drawn (an empty chart reads as a result)."""
+    out = {}
+    if not any(_sol_values(rep, p.split("@")[0]) for p in rep.protocols):
+        out["sol_hist"] = ("no correct kernel has an SOL score: there is no speed-of-light bound on the CPU or "
+                           "on a GPU without datasheet peaks (harness/roofline_bound.py)")
+    return out
+
+
 def render_all(rep: Report) -> dict[str, bytes]:
-    return {name: fn(rep) for name, fn in PLOTS.items()}
+    """Every plot that has something to show (``skipped_plots`` says why the others are missing)."""
+    skip = skipped_plots(rep)
+    return {name: fn(rep) for name, fn in PLOTS.items() if name not in skip}
 
 
 def save_plots(rep: Report, out_dir: str | Path) -> list[Path]:

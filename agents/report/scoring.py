@@ -5,18 +5,15 @@ protocol objects given, so custom protocols and the waterfall's intermediate pro
 run, and an older run is scored by the current protocol versions (the report names them).
 
 A *thread* is one (model, strategy, problem, sample): its turns, in order. The kernel a thread
-contributes is chosen by a turn policy:
-
-* ``final`` (default): the last turn recorded (up to turn t for the by-turn ablation). This is what
-  the model would hand in; choosing the best turn would use the evaluator as an oracle.
-* ``best``: the best turn under the protocol being scored (correct beats incorrect, then speed).
+contributes is chosen by the turn policy of ``agents.turns`` (the sweep's closing table uses the same
+one): ``final`` (default) the last turn recorded (up to turn t for the by-turn ablation), ``best`` the
+best turn under the protocol being scored.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Literal
 
 from pydantic import ValidationError
 
@@ -26,8 +23,7 @@ from harness.record import MeasurementRecord
 
 from ..metrics import Outcome
 from ..store import Attempt, RunStore, first_error
-
-TurnPolicy = Literal["final", "best"]
+from ..turns import DEFAULT_TURN_POLICY, TurnPolicy, choose_turn, rank
 
 
 def measured_guard_failures(record: MeasurementRecord) -> list[str]:
@@ -145,21 +141,17 @@ class Thread:
     def upto(self, turn: int | None) -> list[Scored]:
         return [s for s in self.turns if turn is None or s.turn <= turn]
 
-    def choose(self, protocol: Protocol, policy: TurnPolicy = "final", turn: int | None = None) -> Scored | None:
+    def choose(self, protocol: Protocol, policy: TurnPolicy = DEFAULT_TURN_POLICY, turn: int | None = None
+               ) -> Scored | None:
         """The attempt this thread contributes (as of ``turn``; None = all turns)."""
-        cand = self.upto(turn)
-        if not cand:
-            return None
-        if policy == "final":
-            return cand[-1]
-        best = cand[0]
-        for s in cand[1:]:
-            o, b = s.outcome(protocol), best.outcome(protocol)
-            if (o.timed_correct, o.correct, o.speedup or 0.0) > (b.timed_correct, b.correct, b.speedup or 0.0):
-                best = s
-        return best
+        def rank_of(s: Scored):
+            o = s.outcome(protocol)
+            return rank(o.correct, o.speedup)
 
-    def outcome(self, protocol: Protocol, policy: TurnPolicy = "final", turn: int | None = None) -> Outcome | None:
+        return choose_turn(self.upto(turn), policy, rank_of)
+
+    def outcome(self, protocol: Protocol, policy: TurnPolicy = DEFAULT_TURN_POLICY, turn: int | None = None
+                ) -> Outcome | None:
         s = self.choose(protocol, policy, turn)
         return s.outcome(protocol) if s is not None else None
 

@@ -6,11 +6,18 @@ from rich.console import Console
 from rich.table import Table
 
 from .. import metrics as M
+from ..turns import turn_label
 from .build import ALL, Report
 
 
 def x(v: float | None, digits: int = 2) -> str:
     return "-" if v is None else f"{v:.{digits}f}x"
+
+
+def vx(verdict: str | None, speedup: float | None) -> str:
+    """A speedup as shown beside its verdict: only a correct kernel has one (an incorrect kernel's time says
+    nothing about a speedup; 'incorrect 2647x' read as a result)."""
+    return x(speedup) if verdict == "correct" else "-"
 
 
 def pct(v: float | None) -> str:
@@ -55,8 +62,8 @@ def headline_tables(rep: Report) -> list[Table]:
     for r in rep.headline:
         rows.setdefault((r.model, r.strategy, r.level), {})[r.protocol] = r.summary
 
-    t = Table(title=f"Headline — run {rep.run} ({' vs '.join(protos)}; 95% bootstrap CI; {basis(rep)})",
-              show_lines=False)
+    t = Table(title=f"Headline — run {rep.run} ({' vs '.join(protos)}; {turn_label(rep.turn_policy)} of each "
+                    f"(problem, sample), best of k samples; 95% bootstrap CI; {basis(rep)})", show_lines=False)
     for c in ("system", "level", "N"):
         t.add_column(c)
     for p in protos:
@@ -105,7 +112,8 @@ def waterfall_tables(rep: Report, level: str = ALL) -> list[Table]:
                   "fast lost"):
             t.add_column(c, justify="left" if c in ("step", "adds") else "right")
         for s in w.steps:
-            t.add_row(s.step, s.label, f"{s.correct}/{s.attempted}", est(s.geomean), x(s.d_geomean),
+            adds = s.label + (f" (does not apply to {s.not_applicable} kernel(s): unchanged)" if s.not_applicable else "")
+            t.add_row(s.step, adds, f"{s.correct}/{s.attempted}", est(s.geomean), x(s.d_geomean),
                       est(s.fast_1, "pct"),
                       "-" if s.d_fast_1 is None else f"{100 * s.d_fast_1:+.0f} pts",
                       str(s.verdicts_changed), str(s.fast_lost))
@@ -131,7 +139,7 @@ def changes_table(rep: Report) -> Table:
         first, last = k.steps[0], k.steps[-1]
         step = k.verdict_changed_at or k.fast_1_changed_at or k.largest_speedup_move_at or "-"
         t.add_row(system(rep, k.model, k.strategy), k.problem_id, str(k.sample),
-                  f"{k.turn}{'' if k.final else ' (not final)'}", f"{first.verdict} {x(first.speedup)}", f"{last.verdict} {x(last.speedup)}", step,
+                  f"{k.turn}{'' if k.final else ' (not final)'}", f"{first.verdict} {vx(first.verdict, first.speedup)}", f"{last.verdict} {vx(last.verdict, last.speedup)}", step,
                   k.explanation[:240])
     return t
 
@@ -186,9 +194,9 @@ def kernel_table(rep: Report) -> Table:
         f = k.final
         cells = []
         for p in protos:
-            sp = f.speedups.get(p)
-            cells += [f"{f.verdicts.get(p, '-')} {x(sp)}{interval(f.intervals.get(p))}" if sp is not None
-                      else f.verdicts.get(p, "-"), x(f.credited.get(p))]
+            sp, v = f.speedups.get(p), f.verdicts.get(p)
+            cells += [f"{v} {x(sp)}{interval(f.intervals.get(p))}" if sp is not None and v == "correct"
+                      else (v or "-"), vx(v, f.credited.get(p))]
         why = "; ".join(f"{p}: {f.noise[p][0]}" for p in protos if f.noise.get(p))
         t.add_row(system(rep, k.model, k.strategy), k.problem_id, str(k.sample), *cells, why[:160] or "no")
     return t

@@ -25,6 +25,12 @@ Each step changes exactly one thing:
   TF32 does relative to naive. It moves a speedup by exactly
   ``verified_baseline_tf32 / verified_baseline_fp32``.
 
+A component that cannot apply to a kernel changes nothing for it: on the CPU, or for a reference
+without matmul/convolution, TF32 does not exist or touches nothing, and scoring reads the fp32
+baseline's timing for the TF32 baseline too (``harness.applicability``) instead of comparing two
+timings of one computation. ``APPLIES`` names those components; the report counts the kernels each
+step left alone.
+
 "fp32" in a baseline's name means "PyTorch's default flags", never "both TF32 flags off". Records
 from a harness that timed ``verified_baseline_fp32`` with cuDNN TF32 off as well put a cuDNN
 TF32 change into both steps on convolution problems (``timing`` up, ``tf32_baseline`` down); the
@@ -39,9 +45,13 @@ Memory is not a step: neither protocol turns peak memory into a verdict, it is a
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+
 from pydantic import BaseModel
 
+from harness.applicability import tf32_applies
 from harness.protocols import CONSERVATIVE_CREDIT, NAIVE, VERIFIED, Protocol
+from harness.record import MeasurementRecord
 
 
 class Component(BaseModel):
@@ -55,7 +65,8 @@ COMPONENTS: list[Component] = [
               "baseline flags unchanged: PyTorch defaults, matmul TF32 off, cuDNN TF32 on",
               fields=["timing", "statistic"]),
     Component(step="tf32_baseline", label="TF32 baseline: matmul TF32 on (cuDNN TF32 is already on in the "
-              "default-flag baseline), same timer", fields=["baseline"]),
+              "default-flag baseline), same timer; where TF32 cannot apply (CPU, no matmul/convolution) the "
+              "fp32 baseline's timing is reused", fields=["baseline"]),
     Component(step="hidden_inputs", label="hidden distributions x1, x3, x0.01, x-1 with perturbed parameters",
               fields=["trials", "distributions"]),
     Component(step="tolerance", label="fp32 tolerance 1e-3 vs exact reference (or within k x TF32 error)",
@@ -66,6 +77,10 @@ COMPONENTS: list[Component] = [
               fields=["enforce_guards", "roofline_floor", "roofline_slack"]),
     Component(step="noise", label=f"noise: {CONSERVATIVE_CREDIT}", fields=["speedup_credit"]),
 ]
+
+# step -> whether its component can change anything for a record: (applies, why not). Steps not listed
+# apply to every record.
+APPLIES: dict[str, Callable[[MeasurementRecord], tuple[bool, str]]] = {"tf32_baseline": tf32_applies}
 
 META_FIELDS = {"name", "version", "description"}
 WATERFALL_VERSION = "wf1"
@@ -111,3 +126,9 @@ def without(start: Protocol = NAIVE, end: Protocol = VERIFIED) -> list[tuple[str
 
 def same_scoring(a: Protocol, b: Protocol) -> bool:
     return all(getattr(a, f) == getattr(b, f) for f in type(a).model_fields if f not in META_FIELDS)
+
+
+def not_applicable(step: str, records: Iterable[MeasurementRecord | None]) -> int:
+    """How many of ``records`` the component of ``step`` cannot change (they keep the previous step's result)."""
+    applies = APPLIES.get(step)
+    return 0 if applies is None else sum(1 for r in records if r is not None and not applies(r)[0])
