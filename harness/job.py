@@ -46,6 +46,10 @@ class EvalSettings(BaseModel):
     eval_timeout_s: float = 600.0
     reference_timeout_s: float = 900.0
     measure_timing: bool = True
+    compile_baseline: bool | None = Field(
+        None, description="also time torch.compile(Model) (default mode) as a baseline: compiled once per problem by "
+                          "the judge before any candidate runs, compile time excluded and recorded. None: on a GPU only "
+                          "(a CPU compile takes tens of seconds per problem)")
     cpu_threads: int | None = Field(None, description="torch threads in the child (None: torch default)")
     max_output_file_bytes: int = Field(2 * 2**30, description="RLIMIT_FSIZE for the candidate process")
     prespawn_worker: bool | None = Field(

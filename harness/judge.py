@@ -57,7 +57,8 @@ WITNESS_SLACK_REL = 0.25
 # message round trip: only forgeries hiding more than this per call are findings there.
 CPU_WITNESS_SLACK_MS = 10.0
 # Baselines the judge times, by request name -> record field.
-BASELINE_SUBJECTS = {"naive": "naive_baseline_fp32", "tf32": "verified_baseline_tf32", "fp32": "verified_baseline_fp32"}
+BASELINE_SUBJECTS = {"naive": "naive_baseline_fp32", "tf32": "verified_baseline_tf32", "fp32": "verified_baseline_fp32",
+                     "compile": "verified_baseline_compile"}
 # Expected outputs larger than this stay in host memory when the judge shares a GPU with the candidate.
 HOST_RESIDENT_BYTES = 512 * 2**20
 
@@ -144,6 +145,29 @@ class Judge:
         self.reference_precision = "float64"
         self.rng = random.SystemRandom()
         self._overhead_ms: float | None = None
+        self.compiled: Any = None
+        self.compile_seconds: float | None = None
+        self.compile_error: str | None = None
+        wanted = self.settings.compile_baseline
+        if wanted or (wanted is None and self.ops.is_cuda):
+            self._compile_baseline()
+
+    def _compile_baseline(self) -> None:
+        """torch.compile(Model), default mode, compiled and warmed up now: before any candidate of this problem
+        runs, so its compile time falls on no candidate's clock. A model it cannot compile gets a reason."""
+        t0 = time.perf_counter()
+        try:
+            compiled = torch.compile(build_model(self.mod, self.device))
+            inputs = self.inputs(self.naive_plan[0].seed if self.naive_plan else 0, 1.0)
+            with torch.no_grad(), pytorch_default_flags():
+                for _ in range(2):
+                    compiled(*inputs)
+                self.ops.sync()
+            self.compiled = compiled
+            self.compile_seconds = time.perf_counter() - t0
+        except Exception as exc:  # noqa: BLE001 - any failure to compile is that baseline's absence, with a reason
+            self.compile_error = f"torch.compile failed: {type(exc).__name__}: {str(exc).strip()[:400]}"
+        self.release()
 
     # -- reference side ---------------------------------------------------------------------------------
     def reference_params(self) -> list[tuple[str, tuple[int, ...]]]:
@@ -285,13 +309,13 @@ class Session:
         # The baselines are timed here, on the judge's own copies of the timing sets: code in the candidate's
         # process (a global forward hook, a flag, a patched op) cannot slow them down to flatter a kernel.
         self.timing_sets: list[list[Any]] = []
-        self.baseline_ms: dict[str, list[float]] = {k: [] for k in BASELINE_SUBJECTS.values()}
+        self.baseline_ms: dict[str, list[float]] = {k: [] for k in (*BASELINE_SUBJECTS.values(), "naive_baseline_compile")}
 
     # Each request kind may come once per index, in this order; anything else ends the session.
     def run(self) -> dict:
         j = self.j
         hello = {"naive": len(j.naive_plan), "verified": [t.distribution for t in j.verified_plan],
-                 "timing_sets": len(j.timing_seeds), "size": self.buf.size}
+                 "timing_sets": len(j.timing_seeds), "size": self.buf.size, "compile_baseline": j.compiled is not None}
         try:
             self.conn.send("hello", hello, fds=[self.buf.fd])
             self._loop()
@@ -457,7 +481,9 @@ class Session:
                 or not isinstance(start, int) or start < 0:
             raise WireError(f"bad baseline request {str(p)[:120]}")
         j, sets = self.j, self.timing_sets
-        model = j._model(self.variant, False)
+        if subject == "compile" and j.compiled is None:
+            raise WireError("no torch.compile baseline to time")
+        model = j.compiled if subject == "compile" else j._model(self.variant, False)
         st = j.settings
         flags = tf32(True) if subject == "tf32" else pytorch_default_flags()
         samples: list[float] = []
@@ -466,6 +492,9 @@ class Session:
                 if self.baseline_ms["naive_baseline_fp32"]:
                     raise WireError("the naive baseline was asked for twice")
                 samples = naive_samples(lambda: model(*sets[0]), j.ops, st.naive_warmup, st.naive_timing_trials)
+                if j.compiled is not None:
+                    self.baseline_ms["naive_baseline_compile"] = naive_samples(
+                        lambda: j.compiled(*sets[0]), j.ops, st.naive_warmup, st.naive_timing_trials)
             elif not p.get("timed", True):
                 for k in range(n):
                     model(*sets[(start + k) % len(sets)])
@@ -569,6 +598,7 @@ class Session:
             # the record takes these, not a second copy the candidate process could send the parent.
             "kernel_ms": self.reported_kernel_ms,
             "baseline_ms": self.baseline_ms,
+            "compile": {"seconds": self.j.compile_seconds, "error": self.j.compile_error},
         }
 
 

@@ -111,6 +111,9 @@ class ProtocolResult(BaseModel):
     noisy: bool = Field(False, description="the host was too noisy to tell this speedup (see noise)")
     noise: list[str] = Field(default_factory=list, description="why the speedup is noisy")
     credited_speedup: float | None = Field(None, description="what fast_p and geomean count (Protocol.speedup_credit)")
+    speedup_vs_compile: float | None = Field(
+        None, description="torch.compile(Model)'s time over the kernel's, same timer and statistic as speedup (None: no "
+                          "compile baseline in the record)")
     credit_note: str | None = Field(None, description="why the credited speedup is below the point estimate")
     sol_score: float | None = None
     memory_ratio: float | None = Field(None, description="kernel peak / baseline peak (allocator), >1 = more memory")
@@ -277,6 +280,10 @@ def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult
     if kernel and baseline and kernel > 0:
         res.speedup = baseline / kernel
         _interval(record, p, kernel_stats, base_stats, res)
+    compiled = _stat(record.timing.naive_baseline_compile if p.timing == "naive" else record.timing.verified_baseline_compile,
+                     p.statistic)
+    if kernel and compiled and kernel > 0:
+        res.speedup_vs_compile = compiled / kernel
 
     # Guards: only a protocol that enforces them turns a failed guard into a verdict.
     if p.enforce_guards:

@@ -120,6 +120,12 @@ class Timing(_Stored):
     verified_kernel: TimingStats | None = None
     verified_baseline_tf32: TimingStats | None = Field(None, description="eager, TF32 on for matmul and cuDNN")
     verified_baseline_fp32: TimingStats | None = None
+    naive_baseline_compile: TimingStats | None = Field(None, description="torch.compile(Model), default mode, PyTorch "
+                                                                          "default flags, naive method")
+    verified_baseline_compile: TimingStats | None = Field(None, description="the same, verified method, interleaved")
+    compile_seconds: float | None = Field(None, description="compiling and warming up torch.compile(Model) (excluded "
+                                                            "from every timing; once per problem)")
+    compile_error: str | None = Field(None, description="why there is no torch.compile baseline, when asked for one")
     event_only_kernel_ms: float | None = Field(None, description="events on the current stream, no device sync")
     synced_kernel_ms: float | None = Field(None, description="device-wide sync before the end event")
     l2_flush_bytes: int = 0

@@ -590,9 +590,12 @@ class Evaluator:
         if verdicts.get("kernel_ms") and record.timing.verified_kernel is not None:
             record.timing.verified_kernel = summarize(verdicts["kernel_ms"], "verified")
         # The baselines as the judge timed them, never a copy the candidate's process passed on.
+        timed = record.timing.verified_kernel is not None
         for field_name, ms in (verdicts.get("baseline_ms") or {}).items():
-            if field_name in _SAMPLED and ms and getattr(record.timing, field_name) is not None:
+            if field_name in _SAMPLED and ms and timed:
                 setattr(record.timing, field_name, summarize(ms, "naive" if field_name.startswith("naive") else "verified"))
+        comp = verdicts.get("compile") or {}
+        record.timing.compile_seconds, record.timing.compile_error = comp.get("seconds"), comp.get("error")
         side = record.guard("no_unsynchronised_side_streams")
         if side is not None and not side.passed and record.timing.verified_kernel and record.timing.synced_kernel_ms:
             # the honest number for this kernel is the synced one
@@ -619,7 +622,8 @@ class Evaluator:
                 record.status = "compile_error"
 
 
-_SAMPLED = ("naive_kernel", "naive_baseline_fp32", "verified_kernel", "verified_baseline_tf32", "verified_baseline_fp32")
+_SAMPLED = ("naive_kernel", "naive_baseline_fp32", "verified_kernel", "verified_baseline_tf32", "verified_baseline_fp32",
+            "naive_baseline_compile", "verified_baseline_compile")
 
 
 def _close_all(judges: dict) -> None:

@@ -461,6 +461,8 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
     # waterfall's timing step then changes the timer alone. Rounds interleave with the kernel's.
     subjects = [kernel, Subject("baseline_tf32", remote=judge_round("tf32")),
                 Subject("baseline_fp32", remote=judge_round("fp32"))]
+    if ctx.judge.plan.get("compile_baseline"):
+        subjects.append(Subject("baseline_compile", remote=judge_round("compile")))
     lead_us = s.verified_launch_lead_us if ops.can_hold else 0.0
     try:
         with tf32(None):
