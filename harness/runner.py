@@ -398,7 +398,7 @@ class Evaluator:
         job = self._base_job(problem).model_copy(update=dict(
             candidate_source=source, candidate_hash=record.candidate_hash, work_dir=str(slot.work),
             extensions_dir=str(ext), result_fd=slot.write_fd, judge_fd=slot.cand_sock.fileno(), nonce=nonce))
-        (slot.work / "job.json").write_text(job.model_dump_json())
+        job_line = (job.model_dump_json() + "\n").encode()  # through the worker's stdin, never a file
         try:
             judge.conn.send("serve", fds=[slot.judge_sock.fileno()])
         except WireError as exc:
@@ -445,7 +445,7 @@ class Evaluator:
         cap = self.settings.memory_limit_bytes or default_memory_limit()
         if spare is not None:
             try:
-                spare.child.proc.stdin.write(f"{slot.work / 'job.json'}\n".encode())
+                spare.child.proc.stdin.write(job_line)
                 spare.child.proc.stdin.close()
             except OSError:  # it died just now: its socket end is gone with it, the judge session ends
                 spare.discard()
@@ -453,11 +453,16 @@ class Evaluator:
             # Its clock starts now, at the job, not when it was started.
             res = wait_child(spare.child, timeout_s, on_start, started=t_worker, memory_cap=cap)
         else:
-            res = run_module("harness.worker", [str(slot.work / "job.json")], cwd=slot.work,
-                             env=_child_env(ext, self.device, self.gpu_index), timeout_s=timeout_s,
-                             max_file_bytes=self.settings.max_output_file_bytes,
-                             pass_fds=(slot.write_fd, slot.cand_sock.fileno()), on_start=on_start, contain=True,
-                             memory_cap=cap)
+            child = spawn_module("harness.worker", ["--job-on-stdin"], cwd=slot.work,
+                                 env=_child_env(ext, self.device, self.gpu_index),
+                                 max_file_bytes=self.settings.max_output_file_bytes,
+                                 pass_fds=(slot.write_fd, slot.cand_sock.fileno()), stdin_pipe=True, contain=True)
+            try:
+                child.proc.stdin.write(job_line)
+                child.proc.stdin.close()
+            except OSError:
+                pass  # it died at start: wait_child reports how
+            res = wait_child(child, timeout_s, on_start, started=t_worker, memory_cap=cap)
         if t["thread"] is not None:
             t["thread"].join(timeout=10)
         try:

@@ -527,12 +527,8 @@ def phase_memory(ctx: Ctx, memory: Memory) -> None:
             memory.kernel_allocator_peak, memory.kernel_device_peak = peak, max(dev, peak + held)
 
 
-def main(job_path: str) -> int:
-    job = JobSpec.model_validate_json(Path(job_path).read_text())
+def main(job: JobSpec) -> int:
     chan = Channel(job.result_fd, job.nonce)
-    # The job file holds the nonce and the result fd: gone before any candidate code runs (E1).
-    with contextlib.suppress(OSError):
-        Path(job_path).unlink()
     source = job.candidate_source
     job = job.model_copy(update={"nonce": "", "candidate_source": ""})
     torch.set_grad_enabled(False)
@@ -571,25 +567,26 @@ def main(job_path: str) -> int:
     return 0
 
 
-def wait_for_job() -> str | None:
-    """Pre-started mode (``--spare``): torch and the harness are imported; block until the parent
-    writes the job path on stdin. The job's extensions folder is set before any candidate code runs,
-    as the environment of a freshly started worker would have it. None: the parent closed the pipe
-    (the evaluator closed or the spare was discarded)."""
-    line = sys.stdin.readline().strip()
-    if not line:
+def wait_for_job() -> JobSpec | None:
+    """Torch and the harness are imported; block until the parent writes the job, one JSON line, on stdin
+    (a pre-started worker waits here long before its job exists). Never a file: every candidate process
+    can write the evaluators' temporary folders, and a job on disk could be read or rewritten by another
+    evaluation's candidate. The job's extensions folder is set before any candidate code runs. None: the
+    parent closed the pipe (the evaluator closed or the spare was discarded)."""
+    line = sys.stdin.readline()
+    if not line.strip():
         return None
-    job = JobSpec.model_validate_json(Path(line).read_text())
+    job = JobSpec.model_validate_json(line)
     if job.extensions_dir:
         os.environ["TORCH_EXTENSIONS_DIR"] = job.extensions_dir
-    return line
+    return job
 
 
 if __name__ == "__main__":
-    job_path = wait_for_job() if sys.argv[1] == "--spare" else sys.argv[1]
-    if job_path is None:
+    job = wait_for_job()
+    if job is None:
         os._exit(0)
-    code = main(job_path)
+    code = main(job)
     sys.stdout.flush()
     sys.stderr.flush()
     # Leave without running interpreter shutdown (candidate atexit hooks, thread joins).
