@@ -44,6 +44,8 @@ class Outcome:
     """The speedup fast_p and geomean count: the protocol's credited speedup (``Protocol.speedup_credit``)."""
     memory_ratio: float | None = None
     """kernel peak / baseline peak; > 1 means the kernel used more memory."""
+    speedup_vs_compile: float | None = None
+    """torch.compile(Model)'s time over the kernel's (point estimate; None: no compile baseline measured)."""
     sol_score: float | None = None
     verdict: str = "incorrect"
     evaluated: bool = True

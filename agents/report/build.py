@@ -12,6 +12,7 @@ Groups
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -187,6 +188,9 @@ class Report(BaseModel):
     levels: list[str]
     universe: dict[str, int] = Field(description="level -> number of attempted problems (the fast_p N)")
     headline: list[HeadlineRow]
+    headline_vs_compile: list[HeadlineRow] = Field(
+        default_factory=list, description="the headline with torch.compile(Model) as the baseline (point estimates), "
+                                          "for systems whose records carry a compile baseline")
     waterfalls: list[Waterfall]
     kernel_changes: list[KernelChange]
     by_turn: list[TurnRow]
@@ -389,6 +393,7 @@ def build_report(
     n_attempts = sum(len(t.turns) for t in threads)
 
     headline: list[HeadlineRow] = []
+    vs_compile: list[HeadlineRow] = []
     waterfalls: list[Waterfall] = []
     ends = on_basis(NAIVE, fast_p_on), on_basis(VERIFIED, fast_p_on)
     chain = W.steps(*ends)
@@ -403,6 +408,11 @@ def build_report(
                 kern = _outcomes(group, p, turn_policy)
                 headline.append(HeadlineRow(model=model, strategy=strategy, level=level, protocol=p.name,
                                             summary=M.summarize(kern, uni[level], resamples=resamples, seed=seed)))
+                if any(o.speedup_vs_compile is not None for o in kern):
+                    against = [dataclasses.replace(o, speedup=o.speedup_vs_compile) for o in kern]
+                    vs_compile.append(HeadlineRow(model=model, strategy=strategy, level=level, protocol=p.name,
+                                                  summary=M.summarize(against, uni[level], resamples=resamples,
+                                                                      seed=seed)))
             if level == ALL or levels_waterfall:
                 waterfalls.append(_waterfall(model, strategy, level, group, uni[level], chain, alone, without,
                                              turn_policy, resamples, seed))
@@ -462,7 +472,7 @@ def build_report(
         run=run_dir.name, run_dir=str(run_dir), generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         protocols=[p.key for p in protos], turn_policy=turn_policy, fast_p_on=fast_p_on, resamples=resamples, seed=seed,
         n_attempts=n_attempts, models=sorted({m for m, _ in systems}), strategies=sorted({s for _, s in systems}),
-        levels=levels, universe={k: len(v) for k, v in uni.items()}, headline=headline, waterfalls=waterfalls,
+        levels=levels, universe={k: len(v) for k, v in uni.items()}, headline=headline, headline_vs_compile=vs_compile, waterfalls=waterfalls,
         kernel_changes=kernel_changes, by_turn=by_turn, kernels=kernels, audit=audit, unreadable=unreadable,
         notes=notes,
     )

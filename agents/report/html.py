@@ -74,6 +74,20 @@ protocols {{ rep.protocols|join(", ") }} · fast_p and geomean on <b>{{ basis }}
 </tr>
 {% endfor %}
 </table>
+{% if vs_compile %}
+<h3>Against torch.compile <span class="muted">(torch.compile(Model), default mode, as the baseline: same kernels, verdicts and timers; point estimates)</span></h3>
+<table>
+<tr><th class="l" rowspan="2">system</th><th rowspan="2">level</th><th rowspan="2">N</th>
+<th colspan="{{ protos|length }}">fast_1 vs compile</th><th colspan="{{ protos|length }}">geomean vs compile (n)</th></tr>
+<tr>{% for _ in range(2) %}{% for p in protos %}<th class="{{ p }}">{{ p }}</th>{% endfor %}{% endfor %}</tr>
+{% for key, by in vs_compile %}
+<tr><td class="l">{{ sysname(key[0], key[1]) }}</td><td>{{ key[2] }}</td><td>{{ first(by).attempted }}</td>
+{% for p in protos %}<td class="{{ p }}">{% if by[p] %}{{ pct(by[p].fast_p["fast_1"].value) }}{{ ci(by[p].fast_p["fast_1"], true) }}{% endif %}</td>{% endfor %}
+{% for p in protos %}<td class="{{ p }}">{% if by[p] %}{{ x(by[p].geomean_speedup.value) }} (n={{ by[p].geomean_speedup.n }}){{ ci(by[p].geomean_speedup, false) }}{% endif %}</td>{% endfor %}
+</tr>
+{% endfor %}
+</table>
+{% endif %}
 <h3>fast_p for every p <span class="muted">({{ basis }})</span></h3>
 <table>
 <tr><th class="l">system</th><th>level</th><th class="l">protocol</th>{% for q in fast_ps %}<th>fast_{{ q }}</th>{% endfor %}</tr>
@@ -230,6 +244,9 @@ def render_html(rep: Report, plots: dict[str, bytes] | None = None) -> str:
     headline: dict[tuple[str, str, str], dict] = {}
     for r in rep.headline:
         headline.setdefault((r.model, r.strategy, r.level), dict.fromkeys(protos))[r.protocol] = r.summary
+    vs_compile: dict[tuple[str, str, str], dict] = {}
+    for r in rep.headline_vs_compile:
+        vs_compile.setdefault((r.model, r.strategy, r.level), dict.fromkeys(protos))[r.protocol] = r.summary
 
     def ci(e: M.Estimate, is_pct: bool):
         if e.lo is None or e.hi is None:
@@ -240,6 +257,7 @@ def render_html(rep: Report, plots: dict[str, bytes] | None = None) -> str:
     changes = [k for k in rep.kernel_changes if k.explanation != "unchanged"]
     return _env().from_string(TEMPLATE).render(
         rep=rep, protos=protos, fast_ps=[f"{p:g}" for p in M.FAST_P], headline=list(headline.items()),
+        vs_compile=list(vs_compile.items()),
         waterfalls=[w for w in rep.waterfalls if w.level == ALL] + [w for w in rep.waterfalls if w.level != ALL],
         changes=changes, strategy_rows=[r for r in rep.headline if r.level == ALL],
         plots={k: base64.b64encode(v).decode() for k, v in plots.items()},

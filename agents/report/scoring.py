@@ -111,6 +111,7 @@ class Scored:
             correct=res.correct,
             speedup=res.credited_speedup,  # what fast_p and geomean count (Protocol.speedup_credit)
             memory_ratio=res.memory_ratio,
+            speedup_vs_compile=res.speedup_vs_compile,
             sol_score=res.sol_score,
             verdict=res.verdict,
             evaluated=self.record is not None and self.record.status == "ok",

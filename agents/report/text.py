@@ -98,7 +98,29 @@ def headline_tables(rep: Report) -> list[Table]:
                         f"{pct(s.higher_memory_share.value)} of {s.higher_memory_share.n}",
                         f"{'-' if s.sol_median.value is None else f'{s.sol_median.value:.2f}'} (n={s.sol_median.n})",
                         guards_cell(s), f"{anyg[1]}/{anyg[2]}" if anyg else "-", str(s.accepted_hacks))
-    return [t, fp, mem]
+    return [t, fp, mem, *([compile_table(rep)] if rep.headline_vs_compile else [])]
+
+
+def compile_table(rep: Report) -> Table:
+    """fast_1 and geomean with torch.compile(Model) as the baseline instead of eager PyTorch."""
+    protos = [p.split("@")[0] for p in rep.protocols]
+    rows: dict[tuple[str, str, str], dict[str, M.Summary]] = {}
+    for r in rep.headline_vs_compile:
+        rows.setdefault((r.model, r.strategy, r.level), {})[r.protocol.split("@")[0]] = r.summary
+    t = Table(title="Against torch.compile (default mode) as the baseline: same kernels, verdicts and timers, point "
+                    "estimates; 95% bootstrap CI")
+    for c in ("system", "level", "N"):
+        t.add_column(c)
+    for p in protos:
+        t.add_column(f"fast_1 vs compile\n{p}", justify="right")
+    for p in protos:
+        t.add_column(f"geomean vs compile (n)\n{p}", justify="right")
+    for (model, strategy, level), by in rows.items():
+        first = next(iter(by.values()))
+        t.add_row(system(rep, model, strategy), level, str(first.attempted),
+                  *[est(by[p].fast_p[M.p_key(1.0)], "pct") if p in by else "-" for p in protos],
+                  *[f"{est(by[p].geomean_speedup)} (n={by[p].geomean_speedup.n})" if p in by else "-" for p in protos])
+    return t
 
 
 def waterfall_tables(rep: Report, level: str = ALL) -> list[Table]:
