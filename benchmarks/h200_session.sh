@@ -53,6 +53,12 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
         --launch-lead-us "${REPRO_LEADS:-200}" \
         --kernels "${REPRO_KERNELS:-GELU,LayerNorm,TF32,conv,tiled fp32,grid-stride}" \
         --budget-s "${REPRO_BUDGET_S:-780}" --cache-dir /tmp/kv-repro --out "$R" ;;
+    judge_full_size) step judge_full_size python3 benchmarks/judge_full_size.py \
+        --also level1/40_LayerNorm,level1/1_Square_matrix_multiplication_ ;;
+    # Issue 17's acceptance run: one sweep process over >= 100 recorded real kernels at full size. CORPUS is a
+    # folder laid out by benchmarks/corpora.py (carried to the machine: it is never committed).
+    full_size_sweep) step full_size_sweep python3 benchmarks/full_size_sweep.py --replay "${CORPUS:?}/replay/${CORPUS_MODEL:-gpt-o1}" \
+        --problems-dir "$CORPUS/problems" --limit "${SWEEP_LIMIT:-100}" --deadline-s "${SWEEP_DEADLINE_S:-1500}" --out "$R" ;;
     *) echo "unknown step $name" >>"$R/steps.log" ;;
     esac
 done
