@@ -38,13 +38,17 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--also", default="", help="comma-separated problems to evaluate at full size with the reference "
                                                 "itself as the candidate (an honest kernel; expected verdict: correct)")
+    ap.add_argument("--pin", action="store_true", help="EvalSettings.pin_shared_memory (page-locked hand-over)")
+    ap.add_argument("--only-honest", action="store_true", help="skip the identity 'relu' (half the time)")
     args = ap.parse_args()
     runs = [("level1/19_ReLU", "honest relu + containment probe", PROBE), ("level1/19_ReLU", "identity 'relu'", IDENTITY)]
     for pid in filter(None, args.also.split(",")):
         src = load(pid).full_source() + "\n\nclass ModelNew(Model):\n    pass\n"
         runs.append((pid, f"reference as candidate ({pid})", src))
     settings = EvalSettings(naive_timing_trials=20, verified_min_iters=10, verified_max_iters=30,
-                            verified_seconds_per_subject=1.0)
+                            verified_seconds_per_subject=1.0, pin_shared_memory=args.pin)
+    if args.only_honest:
+        runs = [r for r in runs if r[1] != "identity 'relu'"]
     with harness.Evaluator("cuda", "full", settings=settings) as ev:
         for pid, name, src in runs:
             t = time.time()

@@ -46,6 +46,9 @@ class EvalSettings(BaseModel):
     eval_timeout_s: float = 600.0
     reference_timeout_s: float = 900.0
     measure_timing: bool = True
+    pin_shared_memory: bool = Field(
+        False, description="page-lock the judge's shared buffer for CUDA in both processes (copies of inputs and "
+                           "outputs as DMA). Experimental: not yet measured on the GPU host")
     compile_baseline: bool | None = Field(
         None, description="also time torch.compile(Model) (default mode) as a baseline: compiled once per problem by "
                           "the judge before any candidate runs, compile time excluded and recorded. None: on a GPU only "

@@ -293,7 +293,7 @@ class Session:
 
     def __init__(self, judge: Judge, conn: Conn) -> None:
         self.j, self.conn = judge, conn
-        self.buf = SharedBuffer.create()
+        self.buf = SharedBuffer.create(pin=judge.settings.pin_shared_memory and judge.ops.is_cuda)
         self.naive_trials: list[TrialResult] = []
         self.verified_trials: list[TrialResult] = []
         self.guards: list[GuardOutcome] = []

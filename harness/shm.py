@@ -6,6 +6,7 @@ descriptor and copies the values out, so nothing it receives is executed or unpi
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
 from typing import Any
@@ -27,24 +28,43 @@ def dtype_name(d: torch.dtype) -> str:
 class SharedBuffer:
     """A memfd both processes map. The judge creates and grows it; the other side maps the size it is told."""
 
-    def __init__(self, fd: int, size: int) -> None:
+    def __init__(self, fd: int, size: int, *, pin: bool = False) -> None:
         self.fd = fd
         self.size = 0
         self._mm: mmap.mmap | None = None
+        self.pin = pin and torch.cuda.is_available()
+        self._pinned: int | None = None  # address registered with CUDA
         self.map(size)
 
     @classmethod
-    def create(cls, size: int = 1 << 20) -> SharedBuffer:
+    def create(cls, size: int = 1 << 20, *, pin: bool = False) -> SharedBuffer:
         fd = os.memfd_create("kv-shm", 0)
         os.ftruncate(fd, size)
-        return cls(fd, size)
+        return cls(fd, size, pin=pin)
 
     def map(self, size: int) -> None:
         if size == self.size and self._mm is not None:
             return
+        self._unpin()
         # Tensors made by frombuffer keep the old map alive until they go; it is never closed by hand.
         self._mm = mmap.mmap(self.fd, size) if size else None
         self.size = size
+        if self.pin and self._mm is not None:
+            self._pin()
+
+    def _pin(self) -> None:
+        """Page-lock this mapping for CUDA (EvalSettings.pin_shared_memory): copies between the device and a
+        registered range run as DMA instead of through staging buffers. Best effort: unpinned on failure."""
+        addr = ctypes.addressof(ctypes.c_char.from_buffer(self._mm))
+        if int(torch.cuda.cudart().cudaHostRegister(addr, self.size, 0)) == 0:
+            self._pinned = addr
+        else:
+            self.pin = False
+
+    def _unpin(self) -> None:
+        if self._pinned is not None:
+            torch.cuda.cudart().cudaHostUnregister(self._pinned)
+            self._pinned = None
 
     def ensure(self, size: int) -> None:
         """Judge side: grow the file (never shrink) and remap."""

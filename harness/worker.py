@@ -149,13 +149,13 @@ class JudgeLink:
     the same way. Everything here runs beside candidate code, so the judge trusts none of it beyond the
     bytes it reads and the moments messages arrive."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, *, pin: bool = False) -> None:
         self.conn = Conn.from_fd(fd)
         kind, hello, fds = self.conn.recv(with_fds=True, timeout=600)
         if kind != "hello" or not fds:
             raise WireError("the judge did not say hello")
         self.plan = hello
-        self.buf = SharedBuffer(fds[0], int(hello["size"]))
+        self.buf = SharedBuffer(fds[0], int(hello["size"]), pin=pin)
 
     def request(self, kind: str, payload: Any = None) -> dict:
         self.conn.send(kind, payload)
@@ -536,7 +536,7 @@ def main(job: JobSpec) -> int:
         torch.set_num_threads(job.settings.cpu_threads)
     try:  # nothing of the candidate's has run yet: a failure here is the harness's
         ops = DeviceOps(job.device)
-        link = JudgeLink(job.judge_fd)
+        link = JudgeLink(job.judge_fd, pin=job.settings.pin_shared_memory and ops.is_cuda)
         ctx = Ctx(job=job, chan=chan, judge=link, ops=ops, source=source)
         # Everything the timers rely on, captured before any candidate code runs.
         ctx.snap_before = G.snapshot_functions()
