@@ -196,7 +196,10 @@ def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
                                capture_output=True, text=True, timeout=timeout_s)
             ok = r.returncode == 0 and tmp.is_file()
             err = r.stderr[-4000:] or f"exit {r.returncode}"
-        except (OSError, subprocess.SubprocessError) as e:  # includes TimeoutExpired (the child is killed)
+        except subprocess.TimeoutExpired:  # the child is killed; a loaded host, not a broken header: try again later
+            tmp.unlink(missing_ok=True)
+            return None
+        except (OSError, subprocess.SubprocessError) as e:
             ok, err = False, f"{type(e).__name__}: {e}"
         if not ok:
             tmp.unlink(missing_ok=True)

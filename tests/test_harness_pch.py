@@ -21,6 +21,7 @@ echo "$@" >> "$FAKE_LOG"
 out=""; prev=""
 for a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done
 [ -n "$FAKE_FAIL" ] && { echo "fake failure" >&2; exit 1; }
+[ -n "$FAKE_SLEEP" ] && sleep "$FAKE_SLEEP"
 echo pch > "$out"
 """
 CFLAGS = "-DTORCH_EXTENSION_NAME=ext_a -DTORCH_API_INCLUDE_EXTENSION_H -isystem /inc -fPIC -std=c++20 -O3"
@@ -34,6 +35,7 @@ def fake_cxx(tmp_path, monkeypatch):
     log = tmp_path / "compiles.log"
     monkeypatch.setenv("FAKE_LOG", str(log))
     monkeypatch.delenv("FAKE_FAIL", raising=False)
+    monkeypatch.delenv("FAKE_SLEEP", raising=False)
     return str(cxx), log
 
 
@@ -87,6 +89,18 @@ def test_a_failed_pch_is_remembered_and_not_retried(tmp_path, fake_cxx, monkeypa
     monkeypatch.delenv("FAKE_FAIL")
     assert B.ensure_pch(root, cxx, CFLAGS) is None
     assert len(compiles(log)) == 1
+
+
+def test_a_pch_that_timed_out_is_not_marked_failed_and_is_made_next_time(tmp_path, fake_cxx, monkeypatch):
+    # A loaded host (CI) once timed a PCH out; a permanent "failed" marker then broke every later build's PCH.
+    cxx, _log = fake_cxx
+    root = tmp_path / "pch"
+    monkeypatch.setenv("FAKE_SLEEP", "5")
+    assert B.ensure_pch(root, cxx, CFLAGS, timeout_s=0.5) is None
+    assert not list(root.glob("*/failed")) and not list(root.glob("*/torch/*.gch*"))
+    monkeypatch.delenv("FAKE_SLEEP")
+    d = B.ensure_pch(root, cxx, CFLAGS, timeout_s=30)
+    assert d is not None and (d / "torch" / "extension.h.gch").is_file()
 
 
 def test_no_pch_for_other_compilers_and_the_least_recently_used_variant_makes_room(tmp_path, fake_cxx):
