@@ -13,6 +13,8 @@ import torch
 
 from problems.domains import Domain, allowed_scales
 
+from . import adversarial
+
 # Hidden distributions of the verified protocol: name -> scale applied to floating inputs.
 HIDDEN_SCALES: dict[str, float] = {"x1": 1.0, "x3": 3.0, "x0.01": 0.01, "neg": -1.0}
 KERNELBENCH_SEED = 42
@@ -20,7 +22,7 @@ KERNELBENCH_SEED = 42
 
 @dataclass(frozen=True)
 class TrialSpec:
-    distribution: str  # 'naive', 'base', or a HIDDEN_SCALES key
+    distribution: str  # 'naive', 'base', a HIDDEN_SCALES key or an adversarial distribution (harness.adversarial)
     seed: int
     scale: float
     params: str  # 'default' | 'perturbed'
@@ -41,10 +43,12 @@ def kernelbench_trial_seeds(n: int) -> list[int]:
 
 
 def plan_trials(n_naive: int, n_base: int, fresh_seeds: list[int], domains: dict[str, Domain],
-                float_args: list[str]) -> tuple[list[TrialSpec], list[TrialSpec]]:
-    """Naive trials (KernelBench seeds, default parameters) and verified trials (fresh seeds, perturbed
-    parameters, ordinary draws then hidden scales). A hidden scale that no input's domain admits is
-    dropped: it would only repeat x1."""
+                float_args: list[str], n_adversarial: int = 0,
+                ) -> tuple[list[TrialSpec], list[TrialSpec], list[tuple[str, str]]]:
+    """Naive trials (KernelBench seeds, default parameters), verified trials (fresh seeds, perturbed parameters,
+    ordinary draws, then hidden scales, then ``n_adversarial`` draws of each adversarial distribution), and the
+    adversarial distributions left out with the reason. A hidden scale that no input's domain admits is dropped:
+    it would only repeat x1."""
     naive = [TrialSpec("naive", s, 1.0, "default") for s in kernelbench_trial_seeds(n_naive)]
     seeds = iter(fresh_seeds)
     verified = [TrialSpec("base", next(seeds), 1.0, "perturbed") for _ in range(n_base)]
@@ -54,22 +58,41 @@ def plan_trials(n_naive: int, n_base: int, fresh_seeds: list[int], domains: dict
         ):
             continue
         verified.append(TrialSpec(name, next(seeds), scale, "perturbed"))
-    return naive, verified
+    skipped = []
+    for a in adversarial.ADVERSARIAL if n_adversarial else ():
+        why = adversarial.not_applicable(a, domains, float_args)
+        if why:
+            skipped.append((a.name, why))
+            continue
+        verified += [TrialSpec(a.name, next(seeds), 1.0, "perturbed") for _ in range(n_adversarial)]
+    return naive, verified, skipped
+
+
+def seeds_needed(n_base: int, n_adversarial: int) -> int:
+    """Fresh seeds the verified trials of any problem may use (before the timing sets' seeds)."""
+    return n_base + len(HIDDEN_SCALES) + n_adversarial * len(adversarial.ADVERSARIAL)
 
 
 def make_inputs(get_inputs, arg_names: list[str], seed: int, scale: float, domains: dict[str, Domain],
-                device: str) -> list[Any]:
-    """``get_inputs()`` under ``seed`` on ``device``; floating tensors scaled where their domain allows."""
+                device: str, distribution: str | None = None) -> list[Any]:
+    """``get_inputs()`` under ``seed`` on ``device``; floating tensors scaled where their domain allows, and
+    drawn from an adversarial ``distribution`` where their domain admits it (one draw of its scalars for every
+    input of the trial)."""
     torch.manual_seed(seed)
     with torch.device(device):
         inputs = list(get_inputs())
+    adv = distribution if distribution in adversarial.NAMES else None
+    draw = adversarial.Draw(seed, adv) if adv else None
     out = []
     for i, x in enumerate(inputs):
         if isinstance(x, torch.Tensor):
             x = x.to(device)
             name = arg_names[i] if i < len(arg_names) else f"arg{i}"
-            if scale != 1.0 and x.is_floating_point() and scale in allowed_scales(domains.get(name, Domain.REAL)):
+            domain = domains.get(name, Domain.REAL)
+            if scale != 1.0 and x.is_floating_point() and scale in allowed_scales(domain):
                 x = x * scale
+            if adv:
+                x = adversarial.apply(adv, x, domain, seed, draw)
         out.append(x)
     return out
 

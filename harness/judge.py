@@ -133,7 +133,7 @@ class Judge:
         self.mod = exec_source(job.problem_source, f"<{job.problem_id}>")
         self.names = forward_arg_names(self.mod)
         self.domains = {k: Domain(v) for k, v in job.domains.items()}
-        self.naive_plan, self.verified_plan = trial_plan(job, self.mod, self.names)
+        self.naive_plan, self.verified_plan, self.skipped_distributions = trial_plan(job, self.mod, self.names)
         self.timing_seeds = job.fresh_seeds[-self.settings.timing_input_sets:]
         self.model = build_model(self.mod, self.device)
         self._values: dict[str, torch.Tensor] | None = None
@@ -199,14 +199,15 @@ class Judge:
         self._models[key] = m
         return m
 
-    def inputs(self, seed: int, scale: float) -> list[Any]:
-        return make_inputs(self.mod.get_inputs, self.names, seed, scale, self.domains, self.device)
+    def inputs(self, seed: int, scale: float, distribution: str | None = None) -> list[Any]:
+        return make_inputs(self.mod.get_inputs, self.names, seed, scale, self.domains, self.device, distribution)
 
-    def expected(self, key: tuple, seed: int, scale: float, variant: str, naive: bool) -> Expected:
+    def expected(self, key: tuple, seed: int, scale: float, variant: str, naive: bool,
+                 distribution: str | None = None) -> Expected:
         hit = self._cache.get(key)
         if hit is not None:
             return hit
-        inputs = self.inputs(seed, scale)
+        inputs = self.inputs(seed, scale, distribution)
         if naive:
             with tf32(None):
                 exp = Expected(_run(self._model("default", False), inputs, seed))
@@ -231,7 +232,7 @@ class Judge:
                 del keep_fp32
             if exact is None:
                 self.reference_precision = "float32-no-tf32"
-                inputs = inputs if inputs is not None else self.inputs(seed, scale)
+                inputs = inputs if inputs is not None else self.inputs(seed, scale, distribution)
                 with tf32(False):
                     exact = _run(self._model(variant, False), inputs, seed)
             stats = error_stats(fast, exact) if not _nonfinite(exact) and isinstance(exact, torch.Tensor) else None
@@ -349,13 +350,14 @@ class Session:
                 if self.mapping is None:
                     self._params([])  # a candidate that never said what it holds holds nothing
                 spec = j.verified_plan[next_verified]
-                exp = j.expected(("verified", next_verified, self.variant), spec.seed, spec.scale, self.variant, naive=False)
+                exp = j.expected(("verified", next_verified, self.variant), spec.seed, spec.scale, self.variant,
+                                 naive=False, distribution=spec.distribution)
                 tr = TrialResult(distribution=spec.distribution, seed=spec.seed,
                                  params="perturbed" if self.variant == "perturbed" else "default",
                                  tf32_baseline_max_abs=exp.tf32_max_abs, tf32_baseline_min_tolerance=exp.tf32_min_tolerance,
                                  reference_nonfinite=exp.nonfinite)
                 self.verified_trials.append(tr)
-                self._trial(spec.seed, spec.scale, exp, tr)
+                self._trial(spec.seed, spec.scale, exp, tr, spec.distribution)
                 next_verified += 1
             elif kind == "timing_inputs" and self.timing_started is None and next_verified:
                 self._timing_inputs()
@@ -413,8 +415,8 @@ class Session:
             self.output_dtype = dtype
         return st, None
 
-    def _trial(self, seed: int, scale: float, exp: Expected, tr: TrialResult) -> None:
-        inputs = self.j.inputs(seed, scale)
+    def _trial(self, seed: int, scale: float, exp: Expected, tr: TrialResult, distribution: str | None = None) -> None:
+        inputs = self.j.inputs(seed, scale, distribution)
         in_bytes = args_nbytes(inputs)
         off, cap = self._out_slot(in_bytes, exp)
         descs = pack_args(self.buf, inputs, grow=False)
@@ -592,6 +594,7 @@ class Session:
         return {
             "naive_trials": [t.model_dump(mode="json") for t in self.naive_trials],
             "verified_trials": [t.model_dump(mode="json") for t in self.verified_trials],
+            "skipped_distributions": [list(x) for x in self.j.skipped_distributions],
             "guards": [g.model_dump(mode="json") for g in guards],
             "mapping": self.mapping.to_json() if self.mapping else None,
             "output_dtype": self.output_dtype,

@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from .adversarial import ADVERSARIAL
+from .adversarial import NAMES as ADVERSARIAL_NAMES
 from .applicability import tf32_applies
 from .guard_registry import CONSISTENCY_GUARDS, TAMPERING_GUARDS, severity
 from .intervals import noise_reasons, ratio_interval
@@ -32,9 +34,12 @@ class Protocol(BaseModel):
     description: str = ""
     trials: Literal["naive", "verified"] = Field(
         description="naive: 5 trials of get_inputs() with default parameters; verified: perturbed parameters, "
-        "5 ordinary trials plus hidden distributions x1, x3, x0.01, x-1"
+        "5 ordinary trials plus hidden distributions x1, x3, x0.01, x-1 (and the adversarial ones: see adversarial)"
     )
     distributions: list[str] | None = Field(None, description="restrict verified trials to these distributions")
+    adversarial: bool = Field(
+        False, description="count the adversarial distributions (shift, large, heavy_tail, near_constant, sparse: "
+        "harness.adversarial) among the verified trials; False leaves them out, as before verified@3")
     tolerance_fp32: float = 1e-2
     tolerance_half: float = 1e-2
     tf32_error_factor: float | None = Field(
@@ -69,7 +74,7 @@ NAIVE = Protocol(
     statistic="mean",
 )
 
-VERIFIED = Protocol(
+VERIFIED_V2 = Protocol(
     name="verified",
     version="2",
     description="TF32-enabled baseline, hidden suite (x1, x3, x0.01, x-1) with perturbed parameters, fp32 1e-3 "
@@ -88,14 +93,26 @@ VERIFIED = Protocol(
     speedup_credit="conservative",
 )
 
+# verified@3 adds the adversarial distributions (issue 19, part 1); everything else as verified@2.
+VERIFIED = VERIFIED_V2.model_copy(update={
+    "version": "3",
+    "adversarial": True,
+    "description": VERIFIED_V2.description.replace(
+        "hidden suite (x1, x3, x0.01, x-1)",
+        "hidden suite (x1, x3, x0.01, x-1; adversarial " + ", ".join(a.name for a in ADVERSARIAL) + ")"),
+})
+
 PROTOCOLS: dict[str, Protocol] = {"naive": NAIVE, "verified": VERIFIED}
+# Every version still defined, by key: a stored run can be re-scored by the rule it was first scored with.
+PROTOCOL_VERSIONS: dict[str, Protocol] = {p.key: p for p in (NAIVE, VERIFIED_V2, VERIFIED)}
 
 
 def get_protocol(name: str) -> Protocol:
+    """A protocol by name (its current version) or by key ('verified@2')."""
     try:
-        return PROTOCOLS[name]
+        return PROTOCOLS[name] if "@" not in name else PROTOCOL_VERSIONS[name]
     except KeyError:
-        raise KeyError(f"unknown protocol {name!r}; known: {sorted(PROTOCOLS)}") from None
+        raise KeyError(f"unknown protocol {name!r}; known: {sorted(PROTOCOLS)} and {sorted(PROTOCOL_VERSIONS)}") from None
 
 
 class ProtocolResult(BaseModel):
@@ -235,6 +252,8 @@ def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult
     trials = record.naive_trials if p.trials == "naive" else record.verified_trials
     if p.distributions is not None:
         trials = [t for t in trials if t.distribution in p.distributions]
+    if not p.adversarial:
+        trials = [t for t in trials if t.distribution not in ADVERSARIAL_NAMES]
     half = (record.output_dtype or "float32") in ("float16", "bfloat16")
     counted = [t for t in trials if not t.reference_nonfinite]
     if not counted:

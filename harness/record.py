@@ -62,7 +62,9 @@ class ErrorStats(_Stored):
 class TrialResult(_Stored):
     """One correctness trial: one input set drawn from one distribution."""
 
-    distribution: str = Field(description="'naive' | 'base' | 'x1' | 'x3' | 'x0.01' | 'neg'")
+    distribution: str = Field(description="'naive' | 'base' | 'x1' | 'x3' | 'x0.01' | 'neg' | an adversarial "
+                              "distribution (harness.adversarial: 'shift', 'large', 'heavy_tail', 'near_constant', "
+                              "'sparse')")
     seed: int
     params: Literal["default", "perturbed"]
     error: ErrorStats | None = None
@@ -71,6 +73,13 @@ class TrialResult(_Stored):
     tf32_baseline_min_tolerance: float | None = None
     reference_nonfinite: bool = Field(False, description="the reference gave NaN/Inf here: trial dropped")
     exception: str | None = None
+
+
+class SkippedDistribution(_Stored):
+    """An adversarial distribution not run for this problem: no input's domain admits it."""
+
+    distribution: str
+    reason: str
 
 
 class GuardOutcome(_Stored):
@@ -188,6 +197,9 @@ class MeasurementRecord(_Stored):
     perturbation_skipped: str | None = Field(None, description="why no parameter was perturbed for this kernel")
     naive_trials: list[TrialResult] = Field(default_factory=list)
     verified_trials: list[TrialResult] = Field(default_factory=list)
+    skipped_distributions: list[SkippedDistribution] = Field(
+        default_factory=list, description="adversarial distributions not run, each with why (records written before "
+                                          "verified@3: empty, and no adversarial trial either)")
     guards: list[GuardOutcome] = Field(default_factory=list)
     provenance: Provenance = Field(default_factory=Provenance)
     timing: Timing = Field(default_factory=Timing)

@@ -51,15 +51,15 @@ def build_model(mod, device: str) -> torch.nn.Module:
     return mod.Model(*init).to(device)
 
 
-def trial_plan(job: JobSpec, mod, names: list[str]) -> tuple[list[TrialSpec], list[TrialSpec]]:
-    """Both processes call this, so they agree on trials (the reference may then skip some when outputs are huge)."""
+def trial_plan(job: JobSpec, mod, names: list[str]) -> tuple[list[TrialSpec], list[TrialSpec], list[tuple[str, str]]]:
+    """The judge's trial plan (the candidate process learns it from the judge's hello): naive and verified
+    trials, and the adversarial distributions not applied, with the reason."""
     domains = {k: Domain(v) for k, v in job.domains.items()}
     with torch.device("meta"):
         meta_inputs = list(mod.get_inputs())
     fargs = floating_args(meta_inputs, names)
-    naive, verified = plan_trials(job.settings.naive_trials, job.settings.verified_base_trials,
-                                  job.fresh_seeds, domains, fargs)
-    return naive, verified
+    return plan_trials(job.settings.naive_trials, job.settings.verified_base_trials, job.fresh_seeds, domains, fargs,
+                       job.settings.verified_adversarial_trials)
 
 
 def environment(device: str) -> dict:

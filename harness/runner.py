@@ -33,9 +33,18 @@ import problems as P
 from .build import build_env, usable_cpus
 from .candidate import source_hash
 from .errors import HarnessError
+from .inputs import seeds_needed
 from .job import EvalSettings, JobSpec
 from .protocols import PROTOCOLS, Protocol, ProtocolResult, score
-from .record import Environment, GuardOutcome, MeasurementRecord, Memory, Timing, TrialResult
+from .record import (
+    Environment,
+    GuardOutcome,
+    MeasurementRecord,
+    Memory,
+    SkippedDistribution,
+    Timing,
+    TrialResult,
+)
 from .roofline_bound import roofline_for
 from .sandbox import Child, default_memory_limit, kill_group, run_module, spawn_module, tail, wait_child
 from .static_scan import scan
@@ -296,7 +305,8 @@ class Evaluator:
             return handle
 
     def _start_judge(self, problem: P.Problem) -> _JudgeHandle:
-        n_seeds = self.settings.verified_base_trials + 4 + self.settings.timing_input_sets
+        n_seeds = seeds_needed(self.settings.verified_base_trials, self.settings.verified_adversarial_trials) \
+            + self.settings.timing_input_sets
         job = self._base_job(problem).model_copy(update=dict(
             fresh_seeds=[secrets.randbelow(2**31 - 1) for _ in range(n_seeds)], perturb_seed=secrets.randbelow(2**31 - 1)))
         work = Path(tempfile.mkdtemp(prefix="judge-", dir=self._tmp_root))
@@ -539,6 +549,8 @@ class Evaluator:
         messages (phases, timing samples, in-process guard evidence)."""
         record.naive_trials = [TrialResult.model_validate(x) for x in verdicts.get("naive_trials", [])]
         record.verified_trials = [TrialResult.model_validate(x) for x in verdicts.get("verified_trials", [])]
+        record.skipped_distributions = [SkippedDistribution(distribution=d, reason=r)
+                                        for d, r in verdicts.get("skipped_distributions", [])]
         record.guards.extend(GuardOutcome.model_validate(x) for x in verdicts.get("guards", []))
         mapping = verdicts.get("mapping") or {}
         record.param_mapping = mapping.get("pairs") if mapping else None

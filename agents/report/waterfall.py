@@ -36,6 +36,10 @@ from a harness that timed ``verified_baseline_fp32`` with cuDNN TF32 off as well
 TF32 change into both steps on convolution problems (``timing`` up, ``tf32_baseline`` down); the
 step labels describe records from the harness that uses the defaults.
 
+* ``adversarial_inputs`` (right after the hidden scales) adds the trials of ``harness.adversarial`` (shifted
+  means, x100 magnitudes, heavy tails, near-constant rows, sparse inputs) to the verified trials; it changes only
+  verdicts, and only of records that hold such trials (written since verified@3): on older records it changes
+  nothing, and ``APPLIES`` says so.
 * ``noise`` (last: it compares the verified timer's interval with naive's point estimate) changes only
   which speedup fast_p and geomean count (``harness.protocols.CONSERVATIVE_CREDIT``), never a verdict or a
   measured speedup.
@@ -49,6 +53,7 @@ from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel
 
+from harness.adversarial import ADVERSARIAL
 from harness.applicability import tf32_applies
 from harness.protocols import CONSERVATIVE_CREDIT, NAIVE, VERIFIED, Protocol
 from harness.record import MeasurementRecord
@@ -69,6 +74,8 @@ COMPONENTS: list[Component] = [
               "fp32 baseline's timing is reused", fields=["baseline"]),
     Component(step="hidden_inputs", label="hidden distributions x1, x3, x0.01, x-1 with perturbed parameters",
               fields=["trials", "distributions"]),
+    Component(step="adversarial_inputs", label="adversarial distributions that change shape, not scale: "
+              + ", ".join(a.name for a in ADVERSARIAL) + " (verified@3)", fields=["adversarial"]),
     Component(step="tolerance", label="fp32 tolerance 1e-3 vs exact reference (or within k x TF32 error)",
               fields=["tolerance_fp32", "tolerance_half", "tf32_error_factor"]),
     Component(step="strict_output", label="strict outputs: exact dtype, no NaN/Inf, no all-zero output",
@@ -80,10 +87,19 @@ COMPONENTS: list[Component] = [
 
 # step -> whether its component can change anything for a record: (applies, why not). Steps not listed
 # apply to every record.
-APPLIES: dict[str, Callable[[MeasurementRecord], tuple[bool, str]]] = {"tf32_baseline": tf32_applies}
+def _has_adversarial_trials(record: MeasurementRecord) -> tuple[bool, str]:
+    if any(t.distribution in {a.name for a in ADVERSARIAL} for t in record.verified_trials):
+        return True, ""
+    if record.skipped_distributions:
+        return False, "no input's domain admits an adversarial distribution"
+    return False, "recorded before verified@3: no adversarial trials"
+
+
+APPLIES: dict[str, Callable[[MeasurementRecord], tuple[bool, str]]] = {
+    "tf32_baseline": tf32_applies, "adversarial_inputs": _has_adversarial_trials}
 
 META_FIELDS = {"name", "version", "description"}
-WATERFALL_VERSION = "wf1"
+WATERFALL_VERSION = "wf2"  # wf2: the adversarial_inputs step
 
 
 def _update(c: Component, source: Protocol) -> dict:
