@@ -30,12 +30,13 @@ from pydantic import BaseModel, Field
 
 import problems as P
 
+from . import shapes
 from .build import build_env, usable_cpus
 from .candidate import source_hash
 from .errors import HarnessError
 from .job import EvalSettings, JobSpec
 from .protocols import PROTOCOLS, Protocol, ProtocolResult, score
-from .record import Environment, GuardOutcome, MeasurementRecord, Memory, Timing, TrialResult
+from .record import Environment, GuardOutcome, MeasurementRecord, Memory, ShapeCheck, Timing, TrialResult
 from .roofline_bound import roofline_for
 from .sandbox import Child, default_memory_limit, kill_group, run_module, spawn_module, tail, wait_child
 from .static_scan import scan
@@ -196,8 +197,11 @@ class Evaluator:
         self._spare: _Spare | None = None
         self._ref_locks: dict[str, threading.Lock] = {}
         self._close_judges = weakref.finalize(self, _close_all, self._judges)
+        self._shape_ev: Evaluator | None = None  # the extra shapes' judges (settings.extra_shapes), made on first use
 
     def close(self) -> None:
+        if self._shape_ev is not None:
+            self._shape_ev.close()
         self._discard_spare()
         self._close_judges()
         if self._remove_tmp is not None:
@@ -385,8 +389,55 @@ class Evaluator:
                 _clear_torch_batons(ext)
         with judge.lock:
             self._measure_with(judge, record, source, problem, ext)
+        if self.settings.extra_shapes and record.status == "ok":
+            self._check_shapes(record, source, problem, built)
         record.eval_seconds = time.perf_counter() - started
         return record
+
+    # -- extra shapes (harness.shapes) ------------------------------------------------------------------
+    def _shape_evaluator(self) -> Evaluator:
+        """An evaluator of its own for the extra shapes: correctness only (no timing, no compile baseline), and
+        judges apart from this one's, so checking N shapes never ends the published shape's judge. It keeps one
+        problem's N judges alive (each at most the evaluated size's memory) for that problem's next candidate."""
+        with self._lock:
+            if self._shape_ev is None:
+                n = self.settings.extra_shapes
+                settings = self.settings.model_copy(update=dict(
+                    measure_timing=False, compile_baseline=False, extra_shapes=0,
+                    max_judges=max(n, self.settings.max_judges)))
+                self._shape_ev = Evaluator(self.device, self.size, settings=settings, cache_dir=self.cache_dir,
+                                           problems_dir=self.problems_dir, keep_temp=self.keep_temp,
+                                           gpu_index=self.gpu_index)
+            return self._shape_ev
+
+    def _check_shapes(self, record: MeasurementRecord, source: str, problem: P.Problem, built: BuildResult) -> None:
+        """Run the candidate at each extra shape and record pass/fail per shape; only for a kernel some default
+        protocol calls correct at the published shape (otherwise it cannot be shape-specialised)."""
+        if not shapes.published_trials(record):
+            record.shapes_note = "not correct at the published shape under any protocol: extra shapes not checked"
+            return
+        t0 = time.perf_counter()
+        todo, record.shapes, record.shapes_note = shapes.plan(problem, self.size, self.settings.extra_shapes)
+        ev = self._shape_evaluator()
+        for sp in todo:
+            name = sp.id.rsplit("@", 1)[1]
+            try:
+                ev.judge(sp)  # the reference at this shape, started once per shape and evaluator
+            except Exception as exc:  # noqa: BLE001 - a shape the problem does not admit: skipped with its reason
+                why = str(exc).removeprefix(f"reference for {sp.id} failed: ")
+                record.shapes.append(ShapeCheck(name=name, overrides=sp.overrides,
+                                                reason=f"skipped: the reference does not run at this shape: {why[-400:]}"))
+                continue
+            try:
+                at = ev.measure(source, sp, built)
+            except HarnessError as exc:
+                record.shapes.append(ShapeCheck(name=name, overrides=sp.overrides,
+                                                reason=f"skipped: the harness failed at this shape: {str(exc)[-400:]}"))
+                continue
+            record.shapes.append(shapes.result(name, sp.overrides, at))
+        record.shapes.sort(key=lambda s: int(s.name.removeprefix("shape")))
+        record.shape_specialised = shapes.specialised(record)
+        record.phase_seconds["shapes"] = time.perf_counter() - t0
 
     def _measure_with(self, judge: _JudgeHandle, record: MeasurementRecord, source: str, problem: P.Problem,
                       ext: Path) -> None:
