@@ -198,6 +198,7 @@ class Evaluator:
         self._ref_locks: dict[str, threading.Lock] = {}
         self._close_judges = weakref.finalize(self, _close_all, self._judges)
         self._shape_ev: Evaluator | None = None  # the extra shapes' judges (settings.extra_shapes), made on first use
+        self._shape_refused: dict[str, str] = {}  # shaped problem id -> why its reference does not run there
 
     def close(self) -> None:
         if self._shape_ev is not None:
@@ -421,12 +422,16 @@ class Evaluator:
         ev = self._shape_evaluator()
         for sp in todo:
             name = sp.id.rsplit("@", 1)[1]
-            try:
-                ev.judge(sp)  # the reference at this shape, started once per shape and evaluator
-            except Exception as exc:  # noqa: BLE001 - a shape the problem does not admit: skipped with its reason
-                why = str(exc).removeprefix(f"reference for {sp.id} failed: ")
+            why = self._shape_refused.get(sp.id)
+            if why is None:
+                try:
+                    ev.judge(sp)  # the reference at this shape, started once per shape and evaluator
+                except Exception as exc:  # noqa: BLE001 - a shape the problem does not admit: skipped with its reason
+                    # remembered: the next candidate of the problem does not start a judge that fails again
+                    why = self._shape_refused[sp.id] = str(exc).removeprefix(f"reference for {sp.id} failed: ")[-400:]
+            if why is not None:
                 record.shapes.append(ShapeCheck(name=name, overrides=sp.overrides,
-                                                reason=f"skipped: the reference does not run at this shape: {why[-400:]}"))
+                                                reason=f"skipped: the reference does not run at this shape: {why}"))
                 continue
             try:
                 at = ev.measure(source, sp, built)

@@ -135,7 +135,8 @@ def specialised(record: MeasurementRecord) -> bool | None:
 
 
 SUMMARY = {True: "shape-specialised: correct at the published shape only",
-           False: "correct at every extra shape checked", None: "no extra shape checked"}
+           False: "not shape-specialised: each extra shape passes under every protocol that passes the published one",
+           None: "no extra shape checked"}
 
 
 def lines(record: MeasurementRecord, width: int = 200) -> list[str]:

@@ -139,6 +139,8 @@ def test_a_shape_whose_reference_does_not_run_is_skipped_with_its_reason(tmp_pat
     pid = "level2/37_Matmul_Swish_Sum_GroupNorm"  # GroupNorm(64 groups) over an odd out_features cannot be built
     with harness.Evaluator("cpu", "small", settings=SETTINGS.model_copy(update={"extra_shapes": 3})) as e:
         rec = e.evaluate(reference_as_candidate(pid), pid).record
+        again = e.evaluate(reference_as_candidate(pid) + "\n# another candidate\n", pid).record
+    assert again.shapes == rec.shapes  # the same shapes refused for the next candidate of the problem
     skipped, checked = rec.shapes[:2], rec.shapes[2]
     for s in skipped:
         assert s.naive_pass is None and s.verified_pass is None and s.overrides["out_features"] % 2 == 1

@@ -201,7 +201,7 @@ def compare_table(rep: Report) -> Table:
     return t
 
 
-SHAPES_CELL = {True: "shape_specialised", False: "all pass", None: "not checked"}
+SHAPES_CELL = {True: "shape_specialised", False: "not specialised", None: "not checked"}
 
 
 def kernel_table(rep: Report) -> Table:
