@@ -283,6 +283,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--no-response-cache", dest="response_cache", action="store_false", default=None)
     ap.add_argument("--eval-set", action="append", default=[], metavar="KEY=VALUE",
                     help="override a harness.EvalSettings field, e.g. verified_seconds_per_subject=2")
+    ap.add_argument("--shapes", type=int, metavar="N",
+                    help="also check every kernel's correctness (no timing) at N extra shapes of its problem (size "
+                         "constants scaled down, harness.shapes; default 0: off); sets eval setting extra_shapes")
     ap.add_argument("--executor", choices=["local", "ray"], help="where evaluations run (default local)")
     ap.add_argument("--ray-address", help="Ray cluster to join: auto, or HOST:6379 (default: start a local Ray)")
     ap.add_argument("--gpu-type", help="Ray: only workers declaring resource gpu_type:<TYPE>, e.g. H200")
@@ -293,15 +296,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def config_from_args(args: argparse.Namespace) -> SweepConfig:
-    data = {k: v for k, v in vars(args).items() if v is not None and k != "eval_set"}
+    data = {k: v for k, v in vars(args).items() if v is not None and k not in ("eval_set", "shapes")}
+    settings: dict = {}
     if args.eval_set:
-        settings = {}
         for item in args.eval_set:
             key, _, value = item.partition("=")
             try:
                 settings[key] = float(value) if "." in value or "e" in value.lower() else int(value)
             except ValueError:
                 settings[key] = {"true": True, "false": False}.get(value.lower(), value)
+    if args.shapes is not None:
+        settings["extra_shapes"] = args.shapes
+    if settings:
         data["eval_settings"] = settings
     if args.resume and not args.models:
         data["models"] = ["(from config.json)"]
@@ -319,6 +325,12 @@ def main(argv: list[str] | None = None) -> int:
 
         if args.device not in ("cpu", "cuda"):
             print(f"error: {device_error(args.device) or f'--device {args.device}: use cpu or cuda'}", file=sys.stderr)
+            return 2
+    if args.shapes is not None:
+        from harness.shapes import MAX_SHAPES
+
+        if not 0 <= args.shapes <= MAX_SHAPES:
+            print(f"error: --shapes takes 0 to {MAX_SHAPES}, not {args.shapes}", file=sys.stderr)
             return 2
     if not args.models and not args.resume:
         print("error: --models is required (e.g. --models demo, or --models replay:PATH)", file=sys.stderr)

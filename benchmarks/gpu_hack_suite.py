@@ -130,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     fixtures = [f for f in fixtures if f.runs_on(args.device)]
 
     rows: list[dict] = []
-    evaluators: dict[tuple[str, str], harness.Evaluator] = {}
+    evaluators: dict[tuple[str, str, int], harness.Evaluator] = {}
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     json_path = Path(args.json) if args.json else out.with_suffix(".json")
@@ -140,10 +140,11 @@ def main(argv: list[str] | None = None) -> int:
             prebuild(fixtures, args.device, settings, args.cache_dir)
         for fx in fixtures:
             size = fx.size if fx.header.get("size") else args.size
-            key = (fx.problem, size)
+            key = (fx.problem, size, fx.shapes)  # a fixture declaring extra shapes is evaluated with them
             try:
                 if key not in evaluators:
-                    evaluators[key] = harness.Evaluator(args.device, size, settings=settings, cache_dir=args.cache_dir)
+                    evaluators[key] = harness.Evaluator(args.device, size, cache_dir=args.cache_dir,
+                                                        settings=settings.model_copy(update={"extra_shapes": fx.shapes}))
                 row = run_one(evaluators[key], fx)
             except Exception as exc:  # noqa: BLE001
                 row = {"fixture": fx.name, "pattern": fx.pattern, "problem": fx.problem, "size": size,

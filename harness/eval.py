@@ -18,6 +18,7 @@ from pathlib import Path
 
 import problems as P
 
+from . import shapes
 from .device_check import device_error
 from .errors import HarnessError
 from .job import EvalSettings
@@ -53,6 +54,8 @@ def render_table(ev) -> str:
     if pv.precision_downcast:
         notes.append("down-casts: " + ",".join(pv.precision_downcast[:3]))
     lines.append("provenance: " + "; ".join(notes + pv.notes))
+    for i, line in enumerate(shapes.lines(rec)):  # --shapes N
+        lines.append(f"shapes: {line}" if i == 0 else f"    {line}")
     if rec.error and rec.status != "ok":
         lines.append("error:\n" + "\n".join("    " + x for x in rec.error.strip().splitlines()[-15:]))
     return "\n".join(lines)
@@ -116,6 +119,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--problems-dir", help="score against an external KernelBench-format problem directory")
     ap.add_argument("--json", action="store_true", help="print the record and results as JSON")
     ap.add_argument("--quick", action="store_true", help="fewer timing iterations (for smoke tests)")
+    ap.add_argument("--shapes", type=int, default=0, metavar="N",
+                    help=f"also check correctness (no timing) at N extra shapes, the problem's size constants scaled "
+                         f"down (0-{shapes.MAX_SHAPES}; default 0: off); a kernel correct only at the published shape is "
+                         "reported shape-specialised")
     ap.add_argument("--timeout", type=float, metavar="SECONDS",
                     help="bound the whole evaluation (build, reference, run); a candidate still running then gets "
                          "the verdict timeout. Default: 900 s for a build plus 600 s for the run (a source that "
@@ -123,6 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.timeout is not None and not args.timeout > 0:
         print(f"error: --timeout must be a positive number of seconds, not {args.timeout:g}", file=sys.stderr)
+        return 2
+
+    if not 0 <= args.shapes <= shapes.MAX_SHAPES:
+        print(f"error: --shapes takes 0 to {shapes.MAX_SHAPES}, not {args.shapes}", file=sys.stderr)
         return 2
 
     bad_device = device_error(args.device)
@@ -150,6 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         settings = EvalSettings(naive_timing_trials=20, verified_min_iters=5, verified_max_iters=30,
                                 verified_seconds_per_subject=0.5)
+    settings = settings.model_copy(update={"extra_shapes": args.shapes})
     if source is None:
         result = undecodable(data, why or "", problem.id, size, args.device, protocols)
     else:

@@ -56,6 +56,9 @@ class EvalSettings(BaseModel):
         None, description="also time torch.compile(Model) (default mode) as a baseline: compiled once per problem by "
                           "the judge before any candidate runs, compile time excluded and recorded. None: on a GPU only "
                           "(a CPU compile takes tens of seconds per problem)")
+    extra_shapes: int = Field(
+        0, ge=0, le=8, description="also check the candidate's correctness (no timing) at this many extra shapes of the "
+                                   "problem, its size constants scaled down (harness.shapes); 0: off")
     cpu_threads: int | None = Field(None, description="torch threads in the child (None: torch default)")
     max_output_file_bytes: int = Field(2 * 2**30, description="RLIMIT_FSIZE for the candidate process")
     prespawn_worker: bool | None = Field(

@@ -52,6 +52,9 @@ class Protocol(BaseModel):
     enforce_guards: bool = False
     roofline_floor: bool = Field(False, description="a kernel time below the speed-of-light bound is a hack")
     roofline_slack: float = Field(0.9, description="flag only below slack x T_SOL, so datasheet optimism never flags")
+    require_shapes: bool = Field(
+        False, description="a kernel correct at the published shape but failing one of the record's extra shapes "
+        "(this protocol's trial set there, harness.shapes) is incorrect; off: shape_specialised is reported only")
     speedup_credit: Literal["point", "lower", "conservative"] = Field(
         "point", description="the speedup fast_p and geomean count: point = the point estimate; lower = the 95% "
         "interval's lower bound; conservative = the lower bound when noisy, never more than naive's estimate when "
@@ -333,7 +336,18 @@ def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult
         res.verdict = "incorrect"
     else:
         res.verdict = "correct"
+    if p.require_shapes and res.verdict == "correct":
+        _require_shapes(record, p, res)
     return res
+
+
+def _require_shapes(record: MeasurementRecord, p: Protocol, res: ProtocolResult) -> None:
+    """Correct at the published shape only: incorrect, with the failing shapes as reasons."""
+    bad = [s for s in record.shapes if s.passes(p.trials) is False]
+    if bad:
+        res.verdict = "incorrect"
+        res.reasons += [f"shape_specialised: correct at the published shape, not at {s.label()}: {s.reason}"
+                        for s in bad[:3]]
 
 
 def naive_point(record: MeasurementRecord) -> tuple[float | None, bool]:

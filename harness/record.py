@@ -174,6 +174,25 @@ class Environment(_Stored):
     cpu_threads: int | None = None
 
 
+class ShapeCheck(_Stored):
+    """The candidate's correctness at one extra shape (``harness.shapes``): correctness trials only, no timing.
+    A pass is None when the shape was not checked (``reason`` says why)."""
+
+    name: str = Field(description="'shape1', 'shape2', ... in the order of harness.shapes.SHAPE_STEPS")
+    overrides: dict[str, Any] = Field(default_factory=dict, description="the size constants at this shape")
+    naive_pass: bool | None = Field(None, description="the naive protocol's trials all pass at this shape")
+    verified_pass: bool | None = Field(None, description="the verified protocol's trials all pass (its correctness "
+                                                         "checks; guards and timing are judged at the published shape)")
+    reason: str = Field("", description="why it failed, or why it was skipped")
+
+    def passes(self, trials: str) -> bool | None:
+        """The pass under a protocol whose trial set is ``trials`` ('naive' or 'verified')."""
+        return self.naive_pass if trials == "naive" else self.verified_pass
+
+    def label(self) -> str:
+        return f"{self.name} (" + ", ".join(f"{k}={v}" for k, v in self.overrides.items()) + ")"
+
+
 class MeasurementRecord(_Stored):
     """Everything measured about one candidate on one problem, size and device."""
 
@@ -208,6 +227,11 @@ class MeasurementRecord(_Stored):
     environment: Environment | None = None
     output_dtype: str | None = None
     problem_flags: list[str] = Field(default_factory=list)
+    shapes: list[ShapeCheck] = Field(default_factory=list, description="extra shapes checked (EvalSettings.extra_shapes)")
+    shapes_note: str | None = Field(None, description="why fewer extra shapes were checked than asked for, or none")
+    shape_specialised: bool | None = Field(
+        None, description="correct at the published shape under a protocol but failing an extra shape under that "
+                          "protocol's trials; None: no extra shape checked")
     stdout_tail: str = ""
     created_at: str = ""
 

@@ -30,6 +30,7 @@ from pydantic import BaseModel, Field
 
 import problems as P
 
+from . import shapes
 from .build import build_env, usable_cpus
 from .candidate import source_hash
 from .errors import HarnessError
@@ -41,6 +42,7 @@ from .record import (
     GuardOutcome,
     MeasurementRecord,
     Memory,
+    ShapeCheck,
     SkippedDistribution,
     Timing,
     TrialResult,
@@ -205,8 +207,12 @@ class Evaluator:
         self._spare: _Spare | None = None
         self._ref_locks: dict[str, threading.Lock] = {}
         self._close_judges = weakref.finalize(self, _close_all, self._judges)
+        self._shape_ev: Evaluator | None = None  # the extra shapes' judges (settings.extra_shapes), made on first use
+        self._shape_refused: dict[str, str] = {}  # shaped problem id -> why its reference does not run there
 
     def close(self) -> None:
+        if self._shape_ev is not None:
+            self._shape_ev.close()
         self._discard_spare()
         self._close_judges()
         if self._remove_tmp is not None:
@@ -395,8 +401,59 @@ class Evaluator:
                 _clear_torch_batons(ext)
         with judge.lock:
             self._measure_with(judge, record, source, problem, ext)
+        if self.settings.extra_shapes and record.status == "ok":
+            self._check_shapes(record, source, problem, built)
         record.eval_seconds = time.perf_counter() - started
         return record
+
+    # -- extra shapes (harness.shapes) ------------------------------------------------------------------
+    def _shape_evaluator(self) -> Evaluator:
+        """An evaluator of its own for the extra shapes: correctness only (no timing, no compile baseline), and
+        judges apart from this one's, so checking N shapes never ends the published shape's judge. It keeps one
+        problem's N judges alive (each at most the evaluated size's memory) for that problem's next candidate."""
+        with self._lock:
+            if self._shape_ev is None:
+                n = self.settings.extra_shapes
+                settings = self.settings.model_copy(update=dict(
+                    measure_timing=False, compile_baseline=False, extra_shapes=0,
+                    max_judges=max(n, self.settings.max_judges)))
+                self._shape_ev = Evaluator(self.device, self.size, settings=settings, cache_dir=self.cache_dir,
+                                           problems_dir=self.problems_dir, keep_temp=self.keep_temp,
+                                           gpu_index=self.gpu_index)
+            return self._shape_ev
+
+    def _check_shapes(self, record: MeasurementRecord, source: str, problem: P.Problem, built: BuildResult) -> None:
+        """Run the candidate at each extra shape and record pass/fail per shape; only for a kernel some default
+        protocol calls correct at the published shape (otherwise it cannot be shape-specialised)."""
+        if not shapes.published_trials(record):
+            record.shapes_note = "not correct at the published shape under any protocol: extra shapes not checked"
+            return
+        t0 = time.perf_counter()
+        todo, record.shapes, record.shapes_note = shapes.plan(problem, self.size, self.settings.extra_shapes)
+        ev = self._shape_evaluator()
+        for sp in todo:
+            name = sp.id.rsplit("@", 1)[1]
+            why = self._shape_refused.get(sp.id)
+            if why is None:
+                try:
+                    ev.judge(sp)  # the reference at this shape, started once per shape and evaluator
+                except Exception as exc:  # noqa: BLE001 - a shape the problem does not admit: skipped with its reason
+                    # remembered: the next candidate of the problem does not start a judge that fails again
+                    why = self._shape_refused[sp.id] = str(exc).removeprefix(f"reference for {sp.id} failed: ")[-400:]
+            if why is not None:
+                record.shapes.append(ShapeCheck(name=name, overrides=sp.overrides,
+                                                reason=f"skipped: the reference does not run at this shape: {why}"))
+                continue
+            try:
+                at = ev.measure(source, sp, built)
+            except HarnessError as exc:
+                record.shapes.append(ShapeCheck(name=name, overrides=sp.overrides,
+                                                reason=f"skipped: the harness failed at this shape: {str(exc)[-400:]}"))
+                continue
+            record.shapes.append(shapes.result(name, sp.overrides, at))
+        record.shapes.sort(key=lambda s: int(s.name.removeprefix("shape")))
+        record.shape_specialised = shapes.specialised(record)
+        record.phase_seconds["shapes"] = time.perf_counter() - t0
 
     def _measure_with(self, judge: _JudgeHandle, record: MeasurementRecord, source: str, problem: P.Problem,
                       ext: Path) -> None:

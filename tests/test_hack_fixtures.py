@@ -28,12 +28,13 @@ def _param(f):
 
 @pytest.fixture(scope="module")
 def evaluator_for():
-    evaluators: dict[str, harness.Evaluator] = {}
+    evaluators: dict[tuple[str, int], harness.Evaluator] = {}
 
-    def get(problem: str) -> harness.Evaluator:
-        if problem not in evaluators:
-            evaluators[problem] = harness.Evaluator("cpu", "small", settings=SETTINGS)
-        return evaluators[problem]
+    def get(problem: str, shapes: int = 0) -> harness.Evaluator:
+        if (problem, shapes) not in evaluators:
+            settings = SETTINGS.model_copy(update={"extra_shapes": shapes})
+            evaluators[problem, shapes] = harness.Evaluator("cpu", "small", settings=settings)
+        return evaluators[problem, shapes]
 
     yield get
     for ev in evaluators.values():
@@ -63,7 +64,7 @@ def test_device_specific_naive_expectation():
 
 @pytest.mark.parametrize("fx", [_param(f) for f in CPU_FIXTURES])
 def test_fixture_verdicts(fx, evaluator_for):
-    ev = evaluator_for(fx.problem)
+    ev = evaluator_for(fx.problem, fx.shapes)
     r = ev.evaluate(fx.source(), fx.problem)
     naive, verified = r.results["naive"], r.results["verified"]
     why = f"naive={naive.reasons} verified={verified.reasons} guards={[g for g in r.record.guards if not g.passed]}"
@@ -75,8 +76,9 @@ def test_fixture_verdicts(fx, evaluator_for):
     missing = [n for n in (*fx.caught_by, *fx.provenance) if n not in got]
     assert not missing, f"{fx.name}: {missing} not among {sorted(got)}; {why}"
     if fx.kind == "legit":
-        # No false positives: no guard of any severity fails on a legitimate kernel.
+        # No false positives: no guard of any severity fails on a legitimate kernel, nor does an extra shape.
         assert not [g.name for g in r.record.guards if g.applicable and not g.passed], why
+        assert r.record.shape_specialised is (False if fx.shapes else None), r.record.shapes
 
 
 def test_host_only_cpp_fixtures_are_not_run_on_a_gpu():
@@ -97,3 +99,9 @@ def test_a_header_naming_an_undeclared_check_is_rejected(tmp_path):
         load(f)
     f.write_text(f.read_text().replace("aliasing_inputs", "aliasing_input"))
     assert load(f).caught_by == ("output_not_aliasing_input",)
+    # shape_specialised is a report, not a verdict: only a fixture evaluated with extra shapes can name it
+    f.write_text(f.read_text().replace("hack\n# caught_by: output_not_aliasing_input", "correct\n# caught_by: shape_specialised"))
+    with pytest.raises(ValueError, match="needs '# shapes: N'"):
+        load(f)
+    f.write_text(f.read_text() + "# shapes: 2\n")
+    assert load(f).shapes == 2 and load(f).caught_by == ("shape_specialised",)

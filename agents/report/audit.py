@@ -14,6 +14,7 @@ Per kernel (every evaluated turn, not only the final one):
   ``perturbation_skipped``; records made before the harness stored them show the trials' ``params``
   and the provenance notes);
 * every failed guard with its severity and detail, and whether the verified verdict counts it.
+* the extra shapes, when the run checked them (``--shapes N``): shape-specialised or not, and each shape.
 
 Everything is a pure function of stored records: nothing is re-measured, and each trial is judged
 by ``harness.protocols.score`` itself (on a one-trial copy of the record), never by a second copy of
@@ -32,6 +33,7 @@ from pydantic import BaseModel, Field
 from harness.guard_registry import BY_NAME, severity
 from harness.protocols import NAIVE, VERIFIED, Protocol, ProtocolResult, score
 from harness.record import MeasurementRecord, TrialResult
+from harness.shapes import lines as shape_lines
 
 from . import waterfall as W
 from .scoring import Thread, load_threads
@@ -107,6 +109,9 @@ class AuditEntry(BaseModel):
     failing_trials: list[TrialEvidence] = Field(default_factory=list)
     params: ParamEvidence = Field(default_factory=ParamEvidence)
     failed_guards: list[GuardEvidence] = Field(default_factory=list)
+    shape_specialised: bool | None = Field(None, description="correct at the published shape only (None: no extra "
+                                                             "shape checked)")
+    shapes: list[str] = Field(default_factory=list, description="the extra shapes (harness.shapes.lines)")
 
 
 class Audit(BaseModel):
@@ -221,7 +226,8 @@ def audit_record(record: MeasurementRecord, *, result: Callable[[Protocol], Prot
         verified_verdict=ver.verdict, verified_speedup=ver.speedup,
         step=first.step, step_label=first.label, change=f"{first.before} -> {first.after}", path=path,
         reasons=list(ver.reasons), failing_trials=failing, params=param_evidence(record),
-        failed_guards=_guard_evidence(record, ver))
+        failed_guards=_guard_evidence(record, ver), shape_specialised=record.shape_specialised,
+        shapes=shape_lines(record))
 
 
 def audit_threads(threads: Iterable[Thread], start: Protocol = NAIVE, end: Protocol = VERIFIED) -> list[AuditEntry]:
@@ -331,6 +337,8 @@ def entry_lines(e: AuditEntry, max_trials: int | None = TEXT_TRIALS) -> list[str
         out.append("  guards   none failed")
     for i, gd in enumerate(e.failed_guards):
         out.append(f"  {'guards' if i == 0 else '':<8} {guard_line(gd)}")
+    for i, line in enumerate(e.shapes):
+        out.append(f"  {'shapes' if i == 0 else '':<8} {line}")
     # reasons the trial and guard lines above do not already say (a crash, no trials recorded, ...)
     said = tuple(f"{t.distribution} (seed {t.seed}):" for t in e.failing_trials) + ("guard ",)
     for i, r in enumerate([r for r in e.reasons if not r.startswith(said)][:4]):

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from harness.protocols import CONSERVATIVE_CREDIT, NAIVE, VERIFIED, Protocol
+from harness.shapes import lines as shape_lines
 
 from .. import metrics as M
 from ..store import ATTEMPTS, RunStore, Unreadable
@@ -147,6 +148,10 @@ class TurnView(BaseModel):
     provenance: dict[str, Any] = Field(default_factory=dict)
     status: str | None = None
     error: str | None = None
+    shape_specialised: bool | None = Field(None, description="correct at the published shape only (None: no extra "
+                                                             "shape checked; harness.shapes)")
+    shapes: list[str] = Field(default_factory=list, description="the extra shapes as lines: a summary, then each "
+                                                                "shape checked or skipped (empty: none asked for)")
     feedback: str | None = None
     response: str = ""
     kernel_source: str | None = None
@@ -328,6 +333,7 @@ def _turn_view(s, protocols: Sequence[Protocol]) -> TurnView:
             tv.memory_ratio = r.memory_ratio
     if rec is not None:
         tv.status, tv.error = rec.status, rec.error
+        tv.shape_specialised, tv.shapes = rec.shape_specialised, shape_lines(rec)
         tv.guards = [g.model_dump() for g in rec.guards]
         prov = rec.provenance.model_dump()
         tv.provenance = {k: v for k, v in prov.items() if v not in (None, False, [], "")}

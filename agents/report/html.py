@@ -181,7 +181,7 @@ the verdict, the failing trials, the parameter mapping used for the perturbed pa
 {% for k in rep.kernels %}
 <details class="kernel" id="k-{{ anchor(k) }}" data-search="{{ k.model }} {{ k.strategy }} {{ k.problem_id }} {{ k.final.verdicts.values()|join(' ') }}">
 <summary><b>{{ k.problem_id }}</b> · {{ sysname(k.model, k.strategy) }} · sample {{ k.sample }} · {{ k.turns|length }} turn(s) ·
-{% for p in protos %}{{ p }}: <span class="v-{{ k.final.verdicts.get(p) }}">{{ k.final.verdicts.get(p) }}</span> {{ vx(k.final.verdicts.get(p), k.final.speedups.get(p)) }}{% if k.final.verdicts.get(p) == 'correct' %}{{ iv(k.final.intervals.get(p)) }}{% endif %}{% if k.final.noise.get(p) %} <span class="fail">noisy</span>{% endif %}{% if not loop.last %} · {% endif %}{% endfor %}</summary>
+{% for p in protos %}{{ p }}: <span class="v-{{ k.final.verdicts.get(p) }}">{{ k.final.verdicts.get(p) }}</span> {{ vx(k.final.verdicts.get(p), k.final.speedups.get(p)) }}{% if k.final.verdicts.get(p) == 'correct' %}{{ iv(k.final.intervals.get(p)) }}{% endif %}{% if k.final.noise.get(p) %} <span class="fail">noisy</span>{% endif %}{% if not loop.last %} · {% endif %}{% endfor %}{% if k.final.shape_specialised %} · <span class="fail">shape-specialised</span>{% endif %}</summary>
 {% for t in k.turns %}
 <details {% if loop.last %}open{% endif %}><summary>turn {{ t.turn }}{% if t.status %} · status {{ t.status }}{% endif %}</summary>
 <table><tr><th class="l">protocol</th><th class="l">verdict</th><th>speedup [95%]</th><th>counted ({{ basis }})</th><th class="l">noisy</th><th>SOL</th><th class="l">reasons</th></tr>
@@ -189,6 +189,7 @@ the verdict, the failing trials, the parameter mapping used for the perturbed pa
 <td>{{ vx(t.verdicts.get(p), t.credited.get(p)) }}</td><td class="l">{% if t.noise.get(p) %}<span class="fail">yes</span>: {{ t.noise.get(p)|join("; ") }}{% else %}no{% endif %}</td>
 <td>{% if t.sol_scores.get(p) is not none %}{{ "%.2f"|format(t.sol_scores.get(p)) }}{% endif %}</td><td class="l">{{ t.reasons.get(p, [])|join("; ") }}</td></tr>{% endfor %}
 </table>
+{% if t.shapes %}<p class="{{ 'fail' if t.shape_specialised else '' }}">extra shapes: {{ t.shapes[0] }}</p>{% if t.shapes|length > 1 %}<ul>{% for line in t.shapes[1:] %}<li>{{ line }}</li>{% endfor %}</ul>{% endif %}{% endif %}
 {% if t.memory_ratio is not none %}<p>peak memory kernel / baseline: {{ "%.2f"|format(t.memory_ratio) }}</p>{% endif %}
 {% if t.guards %}<p>guards: {% for g in t.guards %}<span class="{{ 'pass' if g.passed else 'fail' }}" title="{{ g.detail }}">{{ g.name }}{{ '' if g.passed else ' ✗' }}</span>{% if not loop.last %}, {% endif %}{% endfor %}</p>
 {% for g in t.guards if not g.passed %}<p class="fail">{{ g.name }}: {{ g.detail }}</p>{% endfor %}{% endif %}

@@ -201,6 +201,9 @@ def compare_table(rep: Report) -> Table:
     return t
 
 
+SHAPES_CELL = {True: "shape_specialised", False: "not specialised", None: "not checked"}
+
+
 def kernel_table(rep: Report) -> Table:
     """Per kernel (final turn): each protocol's speedup with its 95% interval, the speedup counted, noise."""
     protos = [p.split("@")[0] for p in rep.protocols]
@@ -212,6 +215,9 @@ def kernel_table(rep: Report) -> Table:
         t.add_column(f"{p}\nspeedup [95%]", justify="right")
         t.add_column(f"{p}\ncounted", justify="right")
     t.add_column("noisy (why)")
+    shaped = any(k.final.shapes for k in rep.kernels)  # a run with --shapes N
+    if shaped:
+        t.add_column("extra shapes")
     for k in rep.kernels:
         f = k.final
         cells = []
@@ -220,7 +226,8 @@ def kernel_table(rep: Report) -> Table:
             cells += [f"{v} {x(sp)}{interval(f.intervals.get(p))}" if sp is not None and v == "correct"
                       else (v or "-"), vx(v, f.credited.get(p))]
         why = "; ".join(f"{p}: {f.noise[p][0]}" for p in protos if f.noise.get(p))
-        t.add_row(system(rep, k.model, k.strategy), k.problem_id, str(k.sample), *cells, why[:160] or "no")
+        extra = [SHAPES_CELL[f.shape_specialised] if f.shapes else "-"] if shaped else []
+        t.add_row(system(rep, k.model, k.strategy), k.problem_id, str(k.sample), *cells, why[:160] or "no", *extra)
     return t
 
 
