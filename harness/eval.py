@@ -22,7 +22,7 @@ from . import shapes
 from .device_check import device_error
 from .errors import HarnessError
 from .job import EvalSettings
-from .protocols import PROTOCOLS, score
+from .protocols import PROTOCOL_VERSIONS, PROTOCOLS, score
 from .reasons import clip
 from .record import MeasurementRecord
 from .runner import Evaluation, Evaluator
@@ -115,7 +115,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--problem", required=True, help="'level1/19_ReLU' or '1/19'")
     ap.add_argument("--device", default="cpu", help="cpu or cuda")
     ap.add_argument("--size", choices=["small", "full"], default=None, help="default: small on cpu, full on cuda")
-    ap.add_argument("--protocol", default="naive,verified", help=f"comma-separated, of {sorted(PROTOCOLS)}")
+    ap.add_argument("--protocol", default="naive,verified", help=f"comma-separated, of {sorted(PROTOCOLS)} or a "
+                                                              f"version ({', '.join(sorted(PROTOCOL_VERSIONS))})")
     ap.add_argument("--problems-dir", help="score against an external KernelBench-format problem directory")
     ap.add_argument("--json", action="store_true", help="print the record and results as JSON")
     ap.add_argument("--quick", action="store_true", help="fewer timing iterations (for smoke tests)")
@@ -145,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: no such kernel file: {path}", file=sys.stderr)
         return 2
     protocols = [p.strip() for p in args.protocol.split(",") if p.strip()]
-    unknown = [p for p in protocols if p not in PROTOCOLS]
+    unknown = [p for p in protocols if p not in PROTOCOLS and p not in PROTOCOL_VERSIONS]
     if unknown:
         print(f"error: unknown protocol(s) {unknown}; known: {sorted(PROTOCOLS)}", file=sys.stderr)
         return 2

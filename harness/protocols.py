@@ -390,5 +390,5 @@ def score_all(record: MeasurementRecord, protocols: list[str | Protocol] | None 
     out = {}
     for p in chosen:
         r = score(record, p)
-        out[r.protocol] = r
+        out[p if isinstance(p, str) else r.protocol] = r  # 'verified@2' beside 'verified': both kept
     return out

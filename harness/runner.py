@@ -362,7 +362,7 @@ class Evaluator:
         results = {}
         for p in chosen:
             r = score(record, p)
-            results[r.protocol] = r
+            results[p if isinstance(p, str) else r.protocol] = r  # 'verified@2' beside 'verified': both kept
         return Evaluation(record=record, results=results)
 
     def measure(self, source: str, problem: P.Problem, build: BuildResult | None = None) -> MeasurementRecord:

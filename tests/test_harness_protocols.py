@@ -223,3 +223,13 @@ def test_without_base_trials_the_naive_trials_are_the_ordinary_ones():
     assert score(r, VERIFIED).verdict == "hack"
     r = record(naive_tol=0.5, verified=(("x3", 0.5),), guards=[guard])
     assert score(r, VERIFIED).verdict == "incorrect" and score(r, VERIFIED).guard_evidence == ["inputs_unchanged"]
+
+
+def test_two_versions_of_a_protocol_score_side_by_side():
+    from harness.protocols import PROTOCOL_VERSIONS, score_all
+
+    older = [k for k in PROTOCOL_VERSIONS if k.startswith("verified@") and k != f"verified@{VERIFIED.version}"]
+    assert older, "a previous verified version stays reachable"
+    res = score_all(record(), ["verified", older[0]])
+    assert set(res) == {"verified", older[0]}
+    assert res["verified"].version == VERIFIED.version and res[older[0]].version == older[0].split("@")[1]
