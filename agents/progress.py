@@ -185,7 +185,9 @@ class SweepProgress:
         elif outcome != "skipped":
             detail = ""
             if last is not None:
-                verdicts = ", ".join(f"{p} {r.get('verdict')}" + (f" {r['speedup']:.2f}x" if r.get("speedup") else "")
+                # A speedup only beside a correct verdict: "incorrect 1299.80x" reads as a result.
+                verdicts = ", ".join(f"{p} {r.get('verdict')}" + (f" {r['speedup']:.2f}x" if r.get("speedup")
+                                                                   and r.get("verdict") == "correct" else "")
                                      for p, r in last.results.items())
                 detail = f" after {last.turn} turn(s)" + (f" ({verdicts})" if verdicts else f" ({last.feedback_kind})")
             print(f"[{self.done}/{self.total}] {task.model} {task.strategy} {task.problem.id} sample {task.sample}: "

@@ -50,3 +50,15 @@ def test_closing_line_says_where_the_results_are_and_how_to_open_them():
     print_summary(RunSummary(run_dir="runs/demo"), ["naive", "verified"], stream=out)
     last = out.getvalue().strip().splitlines()[-1]
     assert "results: runs/demo/" in last and "python -m agents.report runs/demo" in last and "--html" in last
+
+
+def test_the_per_conversation_line_shows_no_speedup_beside_a_wrong_verdict():
+    out = io.StringIO()
+    p = SweepProgress(2, enabled=False, stream=out)
+    task = types.SimpleNamespace(model="demo", strategy="one_shot", problem=types.SimpleNamespace(id="level1/9_x"),
+                                 sample=0)
+    last = types.SimpleNamespace(turn=3, feedback_kind="", results={
+        "naive": {"verdict": "incorrect", "speedup": 1299.8}, "verified": {"verdict": "correct", "speedup": 2.5}})
+    p.on_sample(task, "max_turns", last)
+    line = out.getvalue()
+    assert "naive incorrect," in line and "1299" not in line and "verified correct 2.50x" in line
