@@ -48,6 +48,8 @@ def main() -> int:
     ap.add_argument("--out", default="results")
     ap.add_argument("--load", type=int, default=0, help="busy-loop processes kept running during the sweeps")
     ap.add_argument("--problems", default="", help="restrict the demo sweep to these problems (default: all it has)")
+    ap.add_argument("--eval-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="passed to agents.sweep (a harness.EvalSettings field), e.g. cpu_threads=1")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from agents.report.build import build_report
@@ -60,7 +62,8 @@ def main() -> int:
         for tag in ("A", "B"):
             run_dir = Path(tempfile.mkdtemp(prefix=f"kv-demo-{tag}-")) / "run"
             cmd = [sys.executable, "-m", "agents.sweep", "--models", "demo", "--device", "cpu", "--size", "small",
-                   "--run-dir", str(run_dir), "--no-progress", *(["--problems", args.problems] if args.problems else [])]
+                   "--run-dir", str(run_dir), "--no-progress", *(["--problems", args.problems] if args.problems else []),
+                   *[x for kv in args.eval_set for x in ("--eval-set", kv)]]
             t0 = time.perf_counter()
             subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
             walls.append(time.perf_counter() - t0)
@@ -86,7 +89,7 @@ def main() -> int:
     heads = [headline(a), headline(b)]
     more_generous = [i for i, h in enumerate(heads) if (h.get("verified", {}).get("geomean") or 0)
                      > (h.get("naive", {}).get("geomean") or 0)]
-    data = {"load": args.load, "walls_s": walls, "headline": heads, "intervals": verdict, "rows": rows,
+    data = {"load": args.load, "eval_set": args.eval_set, "walls_s": walls, "headline": heads, "intervals": verdict, "rows": rows,
             "verified_geomean_above_naive_in_runs": ["AB"[i] for i in more_generous]}
 
     def fx(v):
@@ -95,7 +98,8 @@ def main() -> int:
     def fi(iv):
         return "" if not iv else f" [{iv[0]:.3g}, {iv[1]:.3g}]"
 
-    lines = [f"Demo sweep twice, {args.load} busy-loop process(es) alongside; walls {walls[0]:.0f} s and {walls[1]:.0f} s",
+    lines = [f"Demo sweep twice, {args.load} busy-loop process(es) alongside, settings {args.eval_set or 'default'}; "
+             f"walls {walls[0]:.0f} s and {walls[1]:.0f} s",
              "", "| run | naive geomean | verified geomean | naive fast_1 | verified fast_1 |", "|---|---|---|---|---|"]
     for tag, h in zip("AB", heads, strict=True):
         n, v = h.get("naive", {}), h.get("verified", {})
