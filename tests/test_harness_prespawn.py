@@ -72,7 +72,9 @@ def test_candidate_time_limit_counts_from_the_job_not_from_the_spare_start(tmp_p
         return HONEST.replace("class ModelNew", f"import time as _t\n_t.sleep({seconds})\n\n\nclass ModelNew", 1)
 
     # Limit 15 s; the spare waits 16 s before its job. Margins are wide: CI runs tests two at a time.
-    settings = EvalSettings(prespawn_worker=True, eval_timeout_s=14, build_timeout_s=1, **QUICK)
+    # No adversarial trials: this is about when the clock starts, and the run must fit 14 s on a loaded host.
+    settings = EvalSettings(prespawn_worker=True, eval_timeout_s=14, build_timeout_s=1, verified_adversarial_trials=0,
+                            **QUICK)
     with harness.Evaluator("cpu", "small", settings=settings, cache_dir=tmp_path) as ev:
         ev.evaluate(HONEST, "level1/19_ReLU")
         time.sleep(16)  # the waiting spare is now older than the limit
