@@ -59,7 +59,18 @@ class EvalSettings(BaseModel):
     extra_shapes: int = Field(
         0, ge=0, le=8, description="also check the candidate's correctness (no timing) at this many extra shapes of the "
                                    "problem, its size constants scaled down (harness.shapes); 0: off")
-    cpu_threads: int | None = Field(None, description="torch threads in the child (None: torch default)")
+    cpu_threads: int | None = Field(
+        None, description="torch threads in the candidate process and the judge. None: 1 on a CPU device (the demo "
+                          "sweep twice on a loaded 2-core host: naive geomeans 1.07x/2.03x with torch's default threads, "
+                          "0.93x/0.80x with one; benchmarks/results/cpu2core_demo_twice_*.md), torch's default on a GPU")
+
+    def torch_threads(self, device: str) -> int | None:
+        """The intra-op thread count to set, or None to leave torch's default. On a CPU one thread: on a loaded
+        host a multi-threaded op waits for its slowest thread, so the baseline's time swung with the load far
+        more than a single-threaded kernel's did."""
+        if self.cpu_threads:
+            return self.cpu_threads
+        return 1 if device == "cpu" else None
     max_output_file_bytes: int = Field(2 * 2**30, description="RLIMIT_FSIZE for the candidate process")
     prespawn_worker: bool | None = Field(
         None, description="start the next candidate process (Python, torch and the harness imported; no device "

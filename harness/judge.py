@@ -616,8 +616,8 @@ def main(control_fd: int) -> int:
         return 2
     job = JobSpec.model_validate(payload)
     torch.set_grad_enabled(False)
-    if job.settings.cpu_threads:
-        torch.set_num_threads(job.settings.cpu_threads)
+    if (threads := job.settings.torch_threads(job.device)) is not None:
+        torch.set_num_threads(threads)
     try:
         judge = Judge(job)
     except Exception as exc:  # noqa: BLE001

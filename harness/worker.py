@@ -532,8 +532,8 @@ def main(job: JobSpec) -> int:
     source = job.candidate_source
     job = job.model_copy(update={"nonce": "", "candidate_source": ""})
     torch.set_grad_enabled(False)
-    if job.settings.cpu_threads:
-        torch.set_num_threads(job.settings.cpu_threads)
+    if (threads := job.settings.torch_threads(job.device)) is not None:
+        torch.set_num_threads(threads)
     try:  # nothing of the candidate's has run yet: a failure here is the harness's
         ops = DeviceOps(job.device)
         link = JudgeLink(job.judge_fd, pin=job.settings.pin_shared_memory and ops.is_cuda)

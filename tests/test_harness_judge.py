@@ -302,3 +302,11 @@ def test_no_job_of_any_evaluation_is_on_disk_for_a_candidate_to_rewrite(tmp_path
         stop.set()
         t.join()
     assert not seen, sorted(set(seen))
+
+
+def test_cpu_evaluations_are_single_threaded_unless_asked():
+    assert EvalSettings().torch_threads("cpu") == 1 and EvalSettings().torch_threads("cuda") is None
+    assert EvalSettings(cpu_threads=2).torch_threads("cpu") == 2
+    r = harness.evaluate(HONEST, RELU, settings=EvalSettings(naive_timing_trials=5, verified_min_iters=3,
+                                                             verified_max_iters=5, verified_seconds_per_subject=0.2))
+    assert r.record.environment and r.record.environment.cpu_threads == 1
