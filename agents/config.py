@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .backends import Backend, default_backend, runs_on
+
 # On a CPU host the verified timer's 6 s per subject (tuned for GPU kernels at full size) dominates a
 # small-size sweep; these keep a CPU demo sweep in minutes. Explicit ``eval_settings`` win.
 CPU_EVAL_DEFAULTS: dict[str, Any] = {"verified_seconds_per_subject": 1.0, "verified_max_iters": 100}
@@ -31,7 +33,7 @@ class SweepConfig(BaseModel):
     stop_on: Literal["verified", "naive", "none"] = Field("verified", description="end a conversation once correct under this protocol")
     protocols: list[str] = Field(default_factory=lambda: ["naive", "verified"], description="protocols scored for every attempt")
     device: Literal["cuda", "cpu"] | None = Field(None, description="None: cuda when a GPU is visible, else cpu")
-    backend: Literal["cuda", "triton", "cpu"] | None = Field(None, description="None: cuda on a GPU, cpu on the CPU")
+    backend: Backend | None = Field(None, description="None: cuda on a GPU, cpu on the CPU")
     size: Literal["small", "full"] | None = Field(None, description="None: full on cuda, small on cpu")
     gpus: int | None = Field(None, ge=1, description="evaluation workers: one per GPU (cuda) / parallel workers (cpu, default 1)")
     build_workers: int | None = Field(None, ge=1, description="parallel builds; None = CPU count")
@@ -59,7 +61,7 @@ class SweepConfig(BaseModel):
             raise ValueError("at least one model is needed")
         if self.stop_on != "none" and self.stop_on not in self.protocols:
             raise ValueError(f"--stop-on {self.stop_on} needs that protocol in --protocols")
-        if self.backend == "cpu" and self.device == "cuda" or self.backend in ("cuda", "triton") and self.device == "cpu":
+        if self.backend is not None and self.device in ("cuda", "cpu") and not runs_on(self.backend, self.device):
             raise ValueError(f"backend {self.backend} does not run on device {self.device}")
         if self.executor == "local" and not self.resume and (self.ray_address or self.gpu_type or self.allow_gpu_types):
             raise ValueError("--ray-address, --gpu-type and --allow-gpu-types need --executor ray")
@@ -71,7 +73,7 @@ class SweepConfig(BaseModel):
         """A copy with device, backend, size and eval settings filled in."""
         # A Ray driver often runs on a GPU-less head node: a GPU type asked for means the cluster's GPUs.
         device = self.device or ("cuda" if self.executor == "ray" and self.gpu_type else _detect_device())
-        backend = self.backend or ("cuda" if device == "cuda" else "cpu")
+        backend = self.backend or default_backend(device)
         size = self.size or ("full" if device == "cuda" else "small")
         settings = dict(CPU_EVAL_DEFAULTS) if device == "cpu" else {}
         settings.update(self.eval_settings)

@@ -13,18 +13,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-Backend = Literal["cuda", "triton", "cpu"]
+from .backends import BACKENDS, Backend
 
 _FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})[ \t]*(?P<lang>[\w+#.-]*)[^\n]*\n", re.MULTILINE)
 _PY_LANGS = {"python", "py", "python3", ""}
 _MODELNEW = re.compile(r"^\s*class\s+ModelNew\b", re.MULTILINE)
 _CODE_START = re.compile(r"^(import |from \S+ import |class ModelNew\b)", re.MULTILINE)
 
-_HOW = {
-    "cuda": "the CUDA source passed to torch.utils.cpp_extension.load_inline(cpp_sources=..., cuda_sources=...)",
-    "cpu": "the C++ source passed to torch.utils.cpp_extension.load_inline(cpp_sources=...) (no CUDA)",
-    "triton": "the @triton.jit kernels",
-}
 
 
 class ExtractionError(ValueError):
@@ -50,7 +45,7 @@ def expected(backend: Backend) -> str:
     return (
         "Expected: exactly one ```python code block containing a complete Python module that defines "
         "`class ModelNew(nn.Module)` with the same __init__ and forward signatures as `Model`, with "
-        f"{_HOW[backend]} inside that same block."
+        f"{BACKENDS[backend].how} inside that same block."
     )
 
 

@@ -49,7 +49,7 @@ from .record import (
 )
 from .roofline_bound import roofline_for
 from .sandbox import Child, default_memory_limit, kill_group, run_module, spawn_module, tail, wait_child
-from .static_scan import scan
+from .static_scan import kernel_backend, scan
 from .stats import summarize
 from .wire import Conn, WireError
 
@@ -717,7 +717,8 @@ def _disk_full(error: str, where: Path) -> bool:
 
 
 def _builds_ahead(source: str) -> bool:
-    return "cpp_extension" in source or "load_inline" in source or "triton" in source
+    """Whether a source compiles anything (an extension ahead, or Triton at run time): it gets the build allowance."""
+    return kernel_backend(source) != "python"
 
 
 def _phase_durations(messages: list[dict], started: float, ended: float) -> dict[str, float]:

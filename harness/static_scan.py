@@ -63,7 +63,8 @@ TAMPERING = {
 }
 
 
-def _backend(src: str) -> str:
+def kernel_backend(src: str) -> str:
+    """What kind of kernel a source defines (``Provenance.backend``): triton, cuda, cpp or python."""
     if "triton.jit" in src or "@triton" in src:
         return "triton"
     if "load_inline" in src or "cpp_extension" in src:
@@ -113,7 +114,7 @@ def _code_only(source: str) -> str:
 
 
 def scan(source: str) -> Provenance:
-    prov = Provenance(backend=_backend(source))  # type: ignore[arg-type]
+    prov = Provenance(backend=kernel_backend(source))  # type: ignore[arg-type]
     prov.defines_custom_kernel = prov.backend in ("cuda", "triton", "cpp")
     prov.torch_compute_ops = sorted(set(m.group(1) for m in _TORCH_COMPUTE.finditer(source)) |
                                     set(m.group(1) for m in _NN_LAYER.finditer(source)))

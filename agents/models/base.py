@@ -6,6 +6,8 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
+from ..backends import Backend
+
 Role = Literal["system", "user", "assistant"]
 Finish = Literal["stop", "length", "refused", "error"]
 
@@ -41,7 +43,7 @@ class RequestContext(BaseModel):
     problem_id: str = Field(description="e.g. 'level1/19_ReLU'")
     level: int
     number: int
-    backend: Literal["cuda", "triton", "cpu"]
+    backend: Backend
     sample: int = 0
     turn: int = 1
 
