@@ -69,3 +69,23 @@ def test_both_outputs_name_the_turn_that_counts(run):
     Console(file=buf, width=400).print(headline_tables(rep)[0])
     assert "last turn of each (problem, sample)" in buf.getvalue()
     assert turn_label("best") == "best turn"
+
+
+def test_sweep_summary_counts_the_credited_speedup_as_the_report_does(tmp_path):
+    # A noisy verified timing: kernel samples spread widely, so verified counts below its point estimate.
+    from agents.report.synthetic import stats
+
+    rec = record(RELU, naive_k=0.5, naive_b=1.0, ver_k=0.5, ver_tf32=1.0, ver_b32=1.0)
+    rec.timing.verified_kernel = stats(0.5, "verified", spread=0.8).model_copy(update={"p25_ms": 0.1, "p75_ms": 0.9})
+    res = {p: score(rec, p).model_dump(mode="json") for p in ("naive", "verified")}
+    assert res["verified"]["credited_speedup"] < res["verified"]["speedup"]  # the case this test is about
+    a = Attempt(model="m", strategy="s", problem_id=RELU, level=1, number=19, turn=1, kernel_source="# k",
+                record=rec.model_dump(mode="json"), results=res)
+    store = RunStore(tmp_path / "run")
+    store.write_config({"models": ["m"], "strategies": ["s"]})
+    store.append(a)
+    rows = summarize(store.attempts(), ["verified"])
+    rep = build_report(store.dir, resamples=0)
+    assert rows[0].protocols["verified"].geomean_speedup == pytest.approx(res["verified"]["credited_speedup"])
+    assert rows[0].protocols["verified"].geomean_speedup == pytest.approx(rep.row("m", "verified").summary
+                                                                          .geomean_speedup.value)
