@@ -36,10 +36,16 @@ def render_table(ev) -> str:
     rec = ev.record
     lines = [f"{rec.problem_id}  size={rec.size}  device={rec.device}  status={rec.status}"
              + (f"  (failed in {rec.failed_phase})" if rec.failed_phase else "")]
-    lines.append(f"{'protocol':10s} {'verdict':14s} {'speedup':>8s} {'kernel ms':>10s} {'baseline ms':>12s} {'SOL':>6s}")
+    lines.append(f"{'protocol':10s} {'verdict':14s} {'speedup [95%]':>22s} {'counted':>8s} {'vs compile':>10s} "
+                 f"{'kernel ms':>10s} {'baseline ms':>12s} {'SOL':>6s}")
     for name, r in ev.results.items():
-        lines.append(f"{name:10s} {r.verdict:14s} {_fmt(r.speedup, 'x'):>8s} {_fmt(r.kernel_ms):>10s} "
-                     f"{_fmt(r.baseline_ms):>12s} {_fmt(r.sol_score):>6s}")
+        ok = r.verdict == "correct"  # a wrong kernel's time is no speedup
+        iv = f" [{r.speedup_low:.3g}, {r.speedup_high:.3g}]" if ok and r.speedup_low is not None else ""
+        speed = (_fmt(r.speedup, "x") + iv) if ok else "-"
+        lines.append(f"{name:10s} {r.verdict:14s} {speed:>22s} {_fmt(r.credited_speedup, 'x') if ok else '-':>8s} "
+                     f"{_fmt(r.speedup_vs_compile, 'x') if ok else '-':>10s} {_fmt(r.kernel_ms):>10s} "
+                     f"{_fmt(r.baseline_ms):>12s} {_fmt(r.sol_score):>6s}"
+                     + ("  noisy" if ok and r.noisy else ""))
         for why in r.reasons[:4]:
             lines.append(f"    - {clip(why, 200)}")
     failed = [g for g in rec.guards if not g.passed]

@@ -233,3 +233,16 @@ def test_two_versions_of_a_protocol_score_side_by_side():
     res = score_all(record(), ["verified", older[0]])
     assert set(res) == {"verified", older[0]}
     assert res["verified"].version == VERIFIED.version and res[older[0]].version == older[0].split("@")[1]
+
+
+def test_the_eval_table_shows_intervals_beside_correct_verdicts_only():
+    from harness import Evaluation
+    from harness.eval import render_table
+
+    rec = record(verified=(("base", 1e-5), ("neg", 0.5)))  # correct under naive, wrong on negative inputs
+    ev = Evaluation(record=rec, results={p.name: score(rec, p) for p in (NAIVE, VERIFIED)})
+    table = render_table(ev)
+    naive_row = next(line for line in table.splitlines() if line.startswith("naive "))
+    verified_row = next(line for line in table.splitlines() if line.startswith("verified "))
+    assert "7x" in naive_row and "counted" in table and "vs compile" in table
+    assert "incorrect" in verified_row and "x" not in verified_row.split("incorrect", 1)[1].split()[0]
