@@ -185,3 +185,15 @@ def test_roofline_floor_is_a_failed_guard_too():
 def test_unchanged_records_give_no_block():
     assert all(audit_record(MeasurementRecord.model_validate(a.record)) is None
                for a in synthetic_attempts() if a.record and a.problem_id in (GELU, MATMUL))
+
+
+def test_distributions_not_run_are_named_with_why():
+    from agents.report.audit import entry_lines
+    from harness.record import SkippedDistribution
+
+    rec = relu_record().model_copy(update={"skipped_distributions": [
+        SkippedDistribution(distribution="sparse", reason="no input's domain admits it (probabilities)")]})
+    e = audit_record(rec)
+    assert e.not_run == ["sparse: no input's domain admits it (probabilities)"]
+    assert any(line.strip().startswith("not run  sparse: no input's domain") for line in entry_lines(e))
+    assert audit_record(relu_record()).not_run == []

@@ -112,6 +112,8 @@ class AuditEntry(BaseModel):
     shape_specialised: bool | None = Field(None, description="correct at the published shape only (None: no extra "
                                                              "shape checked)")
     shapes: list[str] = Field(default_factory=list, description="the extra shapes (harness.shapes.lines)")
+    not_run: list[str] = Field(default_factory=list, description="adversarial distributions not run, with why "
+                                                                  "(record.skipped_distributions)")
 
 
 class Audit(BaseModel):
@@ -227,7 +229,8 @@ def audit_record(record: MeasurementRecord, *, result: Callable[[Protocol], Prot
         step=first.step, step_label=first.label, change=f"{first.before} -> {first.after}", path=path,
         reasons=list(ver.reasons), failing_trials=failing, params=param_evidence(record),
         failed_guards=_guard_evidence(record, ver), shape_specialised=record.shape_specialised,
-        shapes=shape_lines(record))
+        shapes=shape_lines(record),
+        not_run=[f"{s.distribution}: {s.reason}" for s in record.skipped_distributions])
 
 
 def audit_threads(threads: Iterable[Thread], start: Protocol = NAIVE, end: Protocol = VERIFIED) -> list[AuditEntry]:
@@ -339,6 +342,8 @@ def entry_lines(e: AuditEntry, max_trials: int | None = TEXT_TRIALS) -> list[str
         out.append(f"  {'guards' if i == 0 else '':<8} {guard_line(gd)}")
     for i, line in enumerate(e.shapes):
         out.append(f"  {'shapes' if i == 0 else '':<8} {line}")
+    for i, line in enumerate(e.not_run):  # a distribution that could not have caught it
+        out.append(f"  {'not run' if i == 0 else '':<8} {line}")
     # reasons the trial and guard lines above do not already say (a crash, no trials recorded, ...)
     said = tuple(f"{t.distribution} (seed {t.seed}):" for t in e.failing_trials) + ("guard ",)
     for i, r in enumerate([r for r in e.reasons if not r.startswith(said)][:4]):
