@@ -64,13 +64,6 @@ class EvalSettings(BaseModel):
                           "sweep twice on a loaded 2-core host: naive geomeans 1.07x/2.03x with torch's default threads, "
                           "0.93x/0.80x with one; benchmarks/results/cpu2core_demo_twice_*.md), torch's default on a GPU")
 
-    def torch_threads(self, device: str) -> int | None:
-        """The intra-op thread count to set, or None to leave torch's default. On a CPU one thread: on a loaded
-        host a multi-threaded op waits for its slowest thread, so the baseline's time swung with the load far
-        more than a single-threaded kernel's did."""
-        if self.cpu_threads:
-            return self.cpu_threads
-        return 1 if device == "cpu" else None
     max_output_file_bytes: int = Field(2 * 2**30, description="RLIMIT_FSIZE for the candidate process")
     prespawn_worker: bool | None = Field(
         None, description="start the next candidate process (Python, torch and the harness imported; no device "
@@ -78,6 +71,14 @@ class EvalSettings(BaseModel):
                           "use at least 8 CPUs. Measured: on an H200 host with 16 cores it cut the cold pipelined "
                           "pass's median overhead from 5.4 to 1.6-1.9 s; on a 2-core CPU its imports slowed the "
                           "measured process by as much as they saved (benchmarks/worker_overhead.py)")
+
+    def torch_threads(self, device: str) -> int | None:
+        """The intra-op thread count to set, or None to leave torch's default. On a CPU one thread: on a loaded
+        host a multi-threaded op waits for its slowest thread, so the baseline's time swung with the load far
+        more than a single-threaded kernel's did."""
+        if self.cpu_threads:
+            return self.cpu_threads
+        return 1 if device == "cpu" else None
 
     def prespawns(self) -> bool:
         """Whether the evaluator starts each next candidate process ahead (``prespawn_worker`` resolved)."""

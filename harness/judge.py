@@ -158,7 +158,7 @@ class Judge:
         runs, so its compile time falls on no candidate's clock. A model it cannot compile gets a reason."""
         t0 = time.perf_counter()
         try:
-            compiled = torch.compile(build_model(self.mod, self.device))
+            compiled = torch.compile(self.model)  # a wrapper: the eager model itself is untouched
             inputs = self.inputs(self.naive_plan[0].seed if self.naive_plan else 0, 1.0)
             with torch.no_grad(), pytorch_default_flags():
                 for _ in range(2):
@@ -220,19 +220,17 @@ class Judge:
             m64 = self._model(variant, True)
             if m64 is not None and self.reference_precision == "float64":
                 doubled = _to_double(inputs)
-                keep_fp32 = inputs
-                inputs = None
+                inputs = None  # drawn again from the seed in the rare case float64 fails
                 try:
                     with tf32(False):
                         exact = _run(m64, doubled, seed)
                 except Exception:  # noqa: BLE001 - some layers have no float64 kernel
                     exact = None
                 del doubled
-                inputs = keep_fp32 if exact is None else None
-                del keep_fp32
             if exact is None:
                 self.reference_precision = "float32-no-tf32"
-                inputs = inputs if inputs is not None else self.inputs(seed, scale, distribution)
+                if inputs is None:
+                    inputs = self.inputs(seed, scale, distribution)
                 with tf32(False):
                     exact = _run(self._model(variant, False), inputs, seed)
             stats = error_stats(fast, exact) if not _nonfinite(exact) and isinstance(exact, torch.Tensor) else None
@@ -255,7 +253,7 @@ class Judge:
         if self.ops.is_cuda:
             torch.cuda.empty_cache()
 
-    def loop_overhead_ms(self, out_like: Expected) -> float:
+    def loop_overhead_ms(self, out_shape: torch.Size, out_dtype: torch.dtype) -> float:
         """What one verified timing iteration costs besides the kernel: L2 flush, persisting-L2 reset, sync,
         the launch hold, the events, and the device-side capture of the output, measured here with the
         same operations on the same device."""
@@ -264,9 +262,8 @@ class Judge:
         if self._overhead_ms is not None and self.ops.is_cuda:
             return self._overhead_ms
         clock = Clock(self.ops)
-        like = out_like.out if isinstance(out_like.out, torch.Tensor) else torch.empty(0)
-        dtype = like.dtype if like.dtype != torch.float64 else torch.float32
-        out = torch.zeros(like.shape, dtype=dtype, device=self.device)
+        dtype = out_dtype if out_dtype != torch.float64 else torch.float32
+        out = torch.zeros(out_shape, dtype=dtype, device=self.device)
         slot = torch.empty_like(out)
         samples = []
         lead = self.settings.verified_launch_lead_us if self.ops.can_hold else 0.0
@@ -310,6 +307,8 @@ class Session:
         self.protocol_error: str | None = None
         self.timing_started: float | None = None
         self.reported_kernel_ms: list[float] = []
+        # What the witness's overhead measurement copies per call: the timed output's shape and dtype.
+        self.out_like: tuple[torch.Size, torch.dtype] = (torch.Size([0]), torch.float32)
         # The baselines are timed here, on the judge's own copies of the timing sets: code in the candidate's
         # process (a global forward hook, a flag, a patched op) cannot slow them down to flatter a kernel.
         self.timing_sets: list[list[Any]] = []
@@ -456,23 +455,18 @@ class Session:
         # size a float64 reference needs tens of GB of the device the two processes share. Beyond the
         # memory budget they are recomputed at the checked calls instead.
         first = self._expected_timing(0)
+        if isinstance(first.out, torch.Tensor):
+            self.out_like = (first.out.shape, first.out.dtype)
         if self.timing_keys[0][0] in j._cache:
             for i in range(1, len(self.timing_keys)):
                 self._expected_timing(i)
-        # One set at a time on the device: sizes first (drawing a set is cheap), then each set drawn and packed.
-        sizes = []
-        for _key, seed in self.timing_keys:
-            s = j.inputs(seed, 1.0)
-            sizes.append(args_nbytes(s))
-            del s
-        off, cap = self._out_slot(sum(sizes), first)
+        # Kept for the baselines, which the judge times on the same values the kernel gets.
+        self.timing_sets = [j.inputs(seed, 1.0) for _key, seed in self.timing_keys]
+        off, cap = self._out_slot(sum(args_nbytes(s) for s in self.timing_sets), first)
         descs, base = [], 0
-        for (_key, seed), size in zip(self.timing_keys, sizes, strict=True):
-            s = j.inputs(seed, 1.0)
+        for s in self.timing_sets:
             descs.append(pack_args(self.buf, s, grow=False, offset=base))
-            base += size
-            self.timing_sets.append(s)  # the baselines' inputs: the same values the kernel gets
-            del s
+            base += args_nbytes(s)
         self.j.release()
         self.out_off, self.out_cap = off, cap
         self.timing_started = time.perf_counter()
@@ -528,9 +522,9 @@ class Session:
         if isinstance(p.get("ms"), (int, float)):
             self.reported_kernel_ms.append(float(p["ms"]))
         # Decided only now, after the call returned and its output was captured: unpredictable to it.
-        st = self.j.settings
+        s = self.j.settings
         # At least a few checks expected even when the timer stops at its minimum number of calls.
-        check = self.j.rng.random() < max(st.timed_check_fraction, min(1.0, 4.0 / max(1, st.verified_min_iters)))
+        check = self.j.rng.random() < max(s.timed_check_fraction, min(1.0, 4.0 / max(1, s.verified_min_iters)))
         # The release time is read before the reply goes out: the candidate process may run on before this
         # process is scheduled again, and a late reading would shorten the next gap.
         released = time.perf_counter()
@@ -574,7 +568,7 @@ class Session:
             self.guards.append(outcome("timing_witness", True, applicable=False,
                                             detail="too few timed calls to witness"))
             return
-        over = self.j.loop_overhead_ms(self._expected_timing(0))
+        over = self.j.loop_overhead_ms(*self.out_like)
         ok, gap_ms, med, unaccounted = witness_verdict(gaps, reported, over, cuda=self.j.ops.is_cuda)
         self.witness = {"gap_ms": gap_ms, "reported_median_ms": med, "overhead_ms": over, "unaccounted_ms": unaccounted}
         self.guards.append(outcome(

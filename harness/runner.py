@@ -654,7 +654,7 @@ class Evaluator:
             elif kind == "timing_samples":
                 for k in _SAMPLED:
                     if payload.get(k):
-                        setattr(record.timing, k, summarize(payload[k], "naive" if k.startswith("naive") else "verified"))
+                        _set_samples(record.timing, k, payload[k])
             elif kind == "memory":
                 record.memory = Memory.model_validate(payload)
             elif kind in ("guards", "guard"):
@@ -667,7 +667,7 @@ class Evaluator:
         timed = record.timing.verified_kernel is not None
         for field_name, ms in (verdicts.get("baseline_ms") or {}).items():
             if field_name in _SAMPLED and ms and timed:
-                setattr(record.timing, field_name, summarize(ms, "naive" if field_name.startswith("naive") else "verified"))
+                _set_samples(record.timing, field_name, ms)
         comp = verdicts.get("compile") or {}
         record.timing.compile_seconds, record.timing.compile_error = comp.get("seconds"), comp.get("error")
         side = record.guard("no_unsynchronised_side_streams")
@@ -698,6 +698,11 @@ class Evaluator:
 
 _SAMPLED = ("naive_kernel", "naive_baseline_fp32", "verified_kernel", "verified_baseline_tf32", "verified_baseline_fp32",
             "naive_baseline_compile", "verified_baseline_compile")
+
+
+def _set_samples(timing: Timing, field_name: str, samples: list[float]) -> None:
+    """A timing field (one of ``_SAMPLED``) summarized from its raw samples, by the method its name says."""
+    setattr(timing, field_name, summarize(samples, "naive" if field_name.startswith("naive") else "verified"))
 
 
 def _close_all(judges: dict) -> None:

@@ -242,12 +242,14 @@ def render_html(rep: Report, plots: dict[str, bytes] | None = None) -> str:
     if plots is None:
         plots = render_all(rep)
     protos = [p.split("@")[0] for p in rep.protocols]
-    headline: dict[tuple[str, str, str], dict] = {}
-    for r in rep.headline:
-        headline.setdefault((r.model, r.strategy, r.level), dict.fromkeys(protos))[r.protocol] = r.summary
-    vs_compile: dict[tuple[str, str, str], dict] = {}
-    for r in rep.headline_vs_compile:
-        vs_compile.setdefault((r.model, r.strategy, r.level), dict.fromkeys(protos))[r.protocol] = r.summary
+
+    def grouped(rows) -> dict[tuple[str, str, str], dict]:  # every protocol present, None where a row lacks it
+        out: dict[tuple[str, str, str], dict] = {}
+        for r in rows:
+            out.setdefault((r.model, r.strategy, r.level), dict.fromkeys(protos))[r.protocol] = r.summary
+        return out
+
+    headline, vs_compile = grouped(rep.headline), grouped(rep.headline_vs_compile)
 
     def ci(e: M.Estimate, is_pct: bool):
         if e.lo is None or e.hi is None:

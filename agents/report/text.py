@@ -56,11 +56,22 @@ def guards_cell(s: M.Summary, limit: int = 4) -> str:
     return ", ".join(parts) or "none"
 
 
+def _by_system(headline) -> dict[tuple[str, str, str], dict[str, M.Summary]]:
+    """Headline rows as (model, strategy, level) -> protocol name (no version) -> summary."""
+    rows: dict[tuple[str, str, str], dict[str, M.Summary]] = {}
+    for r in headline:
+        rows.setdefault((r.model, r.strategy, r.level), {})[r.protocol.split("@")[0]] = r.summary
+    return rows
+
+
+def _fast_1_and_geomean(by: dict[str, M.Summary], protos: list[str]) -> list[str]:
+    return [*[est(by[p].fast_p[M.p_key(1.0)], "pct") if p in by else "-" for p in protos],
+            *[f"{est(by[p].geomean_speedup)} (n={by[p].geomean_speedup.n})" if p in by else "-" for p in protos]]
+
+
 def headline_tables(rep: Report) -> list[Table]:
     protos = [p.split("@")[0] for p in rep.protocols]
-    rows: dict[tuple[str, str, str], dict[str, M.Summary]] = {}
-    for r in rep.headline:
-        rows.setdefault((r.model, r.strategy, r.level), {})[r.protocol] = r.summary
+    rows = _by_system(rep.headline)
 
     t = Table(title=f"Headline — run {rep.run} ({' vs '.join(protos)}; {turn_label(rep.turn_policy)} of each "
                     f"(problem, sample), best of k samples; 95% bootstrap CI; {basis(rep)})", show_lines=False)
@@ -76,9 +87,7 @@ def headline_tables(rep: Report) -> list[Table]:
         first = next(iter(by.values()))
         t.add_row(system(rep, model, strategy), level, str(first.attempted),
                   *[f"{by[p].correct} ({pct(by[p].correct_rate.value)})" if p in by else "-" for p in protos],
-                  *[est(by[p].fast_p[M.p_key(1.0)], "pct") if p in by else "-" for p in protos],
-                  *[f"{est(by[p].geomean_speedup)} (n={by[p].geomean_speedup.n})" if p in by else "-"
-                    for p in protos])
+                  *_fast_1_and_geomean(by, protos))
 
     fp = Table(title=f"fast_p (share of all N problems correct with speedup > p; {basis(rep)})")
     for c in ("system", "level", "protocol"):
@@ -104,9 +113,7 @@ def headline_tables(rep: Report) -> list[Table]:
 def compile_table(rep: Report) -> Table:
     """fast_1 and geomean with torch.compile(Model) as the baseline instead of eager PyTorch."""
     protos = [p.split("@")[0] for p in rep.protocols]
-    rows: dict[tuple[str, str, str], dict[str, M.Summary]] = {}
-    for r in rep.headline_vs_compile:
-        rows.setdefault((r.model, r.strategy, r.level), {})[r.protocol.split("@")[0]] = r.summary
+    rows = _by_system(rep.headline_vs_compile)
     t = Table(title="Against torch.compile (default mode) as the baseline: same kernels, verdicts and timers, point "
                     "estimates; 95% bootstrap CI")
     for c in ("system", "level", "N"):
@@ -117,9 +124,7 @@ def compile_table(rep: Report) -> Table:
         t.add_column(f"geomean vs compile (n)\n{p}", justify="right")
     for (model, strategy, level), by in rows.items():
         first = next(iter(by.values()))
-        t.add_row(system(rep, model, strategy), level, str(first.attempted),
-                  *[est(by[p].fast_p[M.p_key(1.0)], "pct") if p in by else "-" for p in protos],
-                  *[f"{est(by[p].geomean_speedup)} (n={by[p].geomean_speedup.n})" if p in by else "-" for p in protos])
+        t.add_row(system(rep, model, strategy), level, str(first.attempted), *_fast_1_and_geomean(by, protos))
     return t
 
 
