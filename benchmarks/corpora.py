@@ -3,14 +3,22 @@ the corpus was fetched, write outside the repo or under an ignored folder).
 
     python benchmarks/corpora.py leaderboard /work/.mirror/anneouyang+KernelBenchLeaderboard/repo OUT
 
-``leaderboard`` (anneouyang/KernelBenchLeaderboard, a bare git mirror or a checkout): 413 single-shot kernels
-of six models for 156 problems of that KernelBench version, with the authors' speedups on an L40S. Writes
+``leaderboard`` (anneouyang/KernelBenchLeaderboard, a bare git mirror or a checkout): the single-shot kernels
+of its models (383 of seven models as laid out on 2026-12-01), with the authors' speedups on an L40S. Writes
 
     OUT/problems/level{L}/{N}_{name}.py        the problem files of that version (--problems-dir)
     OUT/replay/{model}/level_{L}_problem_{N}_sample_{k}_kernel.py    one folder per model (replay:DIR)
     OUT/reported.json                          [{model, level, number, sample, problem, speedup, file}]
 
-Sweep one model: ``python -m agents.sweep --models replay:OUT/replay/MODEL --problems-dir OUT/problems
+``cudal1`` (deepreinforce-ai/CUDA-L1, ``optimized_cuda_code/GPU.json``, JSON lines): the RL-generated kernels of
+one GPU (``--gpu h100`` by default; entries without code are skipped), with the authors' speedups measured on that
+GPU (``score_default``: reference time over kernel time; ``score_torch_compile_default`` beside it). Each entry
+carries its reference; problems are named after the KernelBench manifest and written to OUT/problems unless a
+file of that level and number is there already (laid out by ``leaderboard`` into the same OUT): then a kernel
+whose reference differs from that file is left out and listed in OUT/skipped.json, so one problems folder serves
+both corpora in one sweep. Appends to OUT/reported.json.
+
+Sweep: ``python -m agents.sweep --models replay:OUT/replay/MODEL[,replay:...] --problems-dir OUT/problems
 --size full --device cuda``.
 """
 
@@ -68,18 +76,63 @@ def leaderboard(src: Source, out: Path) -> dict:
             speedup = e.get("torch_speedup")
             reported.append({"model": model, "level": level, "number": number, "sample": k,
                              "problem": f"level{level}/{number}_{name}", "file": e["file"],
-                             "speedup": float(speedup) if isinstance(speedup, (int, float)) else None})
+                             "speedup": float(speedup) if isinstance(speedup, (int, float)) else None, "gpu": "L40S"})
     (out / "reported.json").write_text(json.dumps(reported, indent=1))
     return {"kernels": len(reported), "problems": len(problems), "models": sorted({r["model"] for r in reported})}
 
 
+MANIFEST = Path(__file__).resolve().parent.parent.parent / "shared" / "kernelbench" / "manifest.json"
+
+
+def cudal1(src: Source, out: Path, gpu: str = "h100", manifest: Path = MANIFEST) -> dict:
+    """One replay folder (``cuda-l1-GPU``) of the entries with code; problems shared with an existing layout."""
+    names = {(p["level"], p["id"]): p["name"] for p in json.loads(manifest.read_text())["problems"]}
+    rows = [json.loads(line) for line in src.read(f"optimized_cuda_code/{gpu}.json").splitlines() if line.strip()]
+    model = f"cuda-l1-{gpu}"
+    mdir = out / "replay" / model
+    mdir.mkdir(parents=True, exist_ok=True)
+    reported_path, skipped_path = out / "reported.json", out / "skipped.json"
+    reported = json.loads(reported_path.read_text()) if reported_path.exists() else []
+    reported = [r for r in reported if r["model"] != model]  # a second layout replaces the first
+    skipped = json.loads(skipped_path.read_text()) if skipped_path.exists() else []
+    skipped = [r for r in skipped if r["model"] != model]
+    for r in rows:
+        level, number, code = int(r["level_id"]), int(r["task_id"]), r.get("custom_code")
+        if not code:
+            continue  # the authors' note: no kernel faster than the reference, or the reference copied
+        pdir = out / "problems" / f"level{level}"
+        pdir.mkdir(parents=True, exist_ok=True)
+        existing = sorted(pdir.glob(f"{number}_*.py"))
+        if existing and existing[0].read_text().strip() != r["ref_code"].strip():
+            skipped.append({"model": model, "level": level, "number": number,
+                            "why": f"its reference differs from {existing[0].name} of the shared problems folder"})
+            continue
+        if not existing:
+            (pdir / f"{names[(level, number)]}.py").write_text(r["ref_code"])
+        problem = existing[0].stem if existing else names[(level, number)]
+        (mdir / f"level_{level}_problem_{number}_sample_0_kernel.py").write_text(code)
+        score = r.get("score_default")
+        compiled = r.get("score_torch_compile_default")
+        reported.append({"model": model, "level": level, "number": number, "sample": 0,
+                         "problem": f"level{level}/{problem}", "file": f"{gpu}.json#{level}/{number}",
+                         "speedup": float(score) if isinstance(score, (int, float)) else None,
+                         "speedup_vs_compile": float(compiled) if isinstance(compiled, (int, float)) else None,
+                         "gpu": gpu.upper()})
+    reported_path.write_text(json.dumps(reported, indent=1))
+    skipped_path.write_text(json.dumps(skipped, indent=1))
+    n = sum(1 for r in reported if r["model"] == model)
+    return {"kernels": n, "skipped": sum(1 for r in skipped if r["model"] == model), "model": model}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("corpus", choices=["leaderboard"])
+    ap.add_argument("corpus", choices=["leaderboard", "cudal1"])
     ap.add_argument("source", type=Path, help="checkout or bare git mirror of the corpus")
     ap.add_argument("out", type=Path)
+    ap.add_argument("--gpu", default="h100", help="cudal1: which GPU's file (h100, a100, l40, 3090, h20)")
     args = ap.parse_args(argv)
-    summary = leaderboard(Source(args.source), args.out)
+    src = Source(args.source)
+    summary = leaderboard(src, args.out) if args.corpus == "leaderboard" else cudal1(src, args.out, args.gpu)
     print(json.dumps(summary))
     return 0
 

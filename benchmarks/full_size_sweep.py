@@ -3,13 +3,16 @@ used (whole filesystem of the run folder and of the temp folder, sampled), candi
 harness errors, and the peak GPU memory in use (nvidia-smi, when present).
 
     python benchmarks/corpora.py leaderboard MIRROR /tmp/lb        # lay out a corpus (not committed)
-    python benchmarks/full_size_sweep.py --replay /tmp/lb/replay/gpt-o1 --problems-dir /tmp/lb/problems \\
-        --limit 100 --out DIR [--device cuda] [--size full] [--deadline-s 1500]
+    python benchmarks/full_size_sweep.py --replay /tmp/lb/replay/gpt-o1,/tmp/lb/replay/cuda-l1-h100 \\
+        --problems-dir /tmp/lb/problems --out DIR [--limit K] [--device cuda] [--size full] [--deadline-s 1500] \\
+        [--eval-set KEY=VALUE ...]
 
-The sweep is ``python -m agents.sweep --models replay:... --turns 1`` in a child process; the figures come
-from its run folder (attempts.jsonl, errors.jsonl) and from sampling while it runs. With --deadline-s the
-sweep is stopped at that time and the figures cover the candidates finished by then (said in the table).
-Writes full_size_sweep.md / .json under --out.
+The sweep is ``python -m agents.sweep --models replay:A,replay:B,... --turns 1`` in a child process, over every
+recorded kernel (all samples) or, with --limit, over the first K recorded problems (sample 0 of each model); the
+figures come from its run folder (attempts.jsonl, errors.jsonl) and from sampling while it runs. With --deadline-s
+the sweep is stopped at that time and the figures cover the candidates finished by then (said in the table).
+Writes full_size_sweep.md / .json under --out, and keeps the run folder (OUT/run, or --run-dir) for
+``agents.report`` and benchmarks/fidelity.py.
 """
 
 from __future__ import annotations
@@ -78,20 +81,29 @@ def read_run(run_dir: Path) -> dict:
                 attempts.append(json.loads(line))
             except json.JSONDecodeError:
                 continue  # a torn last line of a stopped sweep
-    errors = (run_dir / "errors.jsonl").read_text().splitlines() if (run_dir / "errors.jsonl").exists() else []
+    errors = []
+    if (run_dir / "errors.jsonl").exists():
+        for line in (run_dir / "errors.jsonl").read_text().splitlines():
+            try:
+                errors.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
     verdicts: dict[str, Counter] = {}
     for a in attempts:
         for proto, res in (a.get("results") or {}).items():
             verdicts.setdefault(proto, Counter())[str((res or {}).get("verdict"))] += 1
-    return {"attempts": len(attempts), "harness_errors": len(errors),
+    return {"attempts": len(attempts), "harness_errors": sum(1 for e in errors if e.get("kind") != "model"),
+            "model_errors": sum(1 for e in errors if e.get("kind") == "model"),
             "verdicts": {k: dict(v) for k, v in verdicts.items()}}
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--replay", required=True, help="a folder of recorded kernels (replay:DIR)")
+    ap.add_argument("--replay", required=True, help="comma-separated folders of recorded kernels (replay:DIR each)")
     ap.add_argument("--problems-dir", required=True)
-    ap.add_argument("--limit", type=int, default=100, help="evaluate the first K recorded problems")
+    ap.add_argument("--limit", type=int, default=0, help="evaluate the first K recorded problems (0: every kernel)")
+    ap.add_argument("--run-dir", help="the sweep's run folder (default OUT/run; must not hold a run)")
+    ap.add_argument("--eval-set", action="append", default=[], metavar="KEY=VALUE", help="passed to agents.sweep")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--size", default="full")
     ap.add_argument("--deadline-s", type=float, default=0, help="stop the sweep after this many seconds (0: none)")
@@ -102,14 +114,19 @@ def main() -> int:
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    recorded = replay_inventory(args.replay)
-    problems = sorted({(lv, n) for lv, n, _s in recorded})[: args.limit]
-    ids = ",".join(f"{lv}/{n}" for lv, n in problems)
-    run_dir = Path(tempfile.mkdtemp(prefix="kv-full-sweep-"))
-    cmd = [sys.executable, "-m", "agents.sweep", "--models", f"replay:{args.replay}", "--problems-dir",
-           args.problems_dir, "--problems", ids, "--turns", "1", "--device", args.device, "--size", args.size,
-           "--run-dir", str(run_dir / "run"), "--no-progress"]
-    sampler = Sampler([run_dir, Path(tempfile.gettempdir()), Path.home()])
+    folders = [f for f in args.replay.split(",") if f]
+    recorded = [k for f in folders for k in replay_inventory(f)]
+    problems = sorted({(lv, n) for lv, n, _s in recorded})
+    run_dir = Path(args.run_dir) if args.run_dir else out / "run"
+    cmd = [sys.executable, "-m", "agents.sweep", "--models", ",".join(f"replay:{f}" for f in folders),
+           "--problems-dir", args.problems_dir, "--turns", "1", "--device", args.device, "--size", args.size,
+           "--run-dir", str(run_dir), "--no-progress", *[a for kv in args.eval_set for a in ("--eval-set", kv)]]
+    if args.limit:
+        problems = problems[: args.limit]
+        cmd += ["--problems", ",".join(f"{lv}/{n}" for lv, n in problems)]
+    candidates = len(recorded) if not args.limit else sum(1 for lv, n, s in recorded if s == 0 and (lv, n) in problems)
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    sampler = Sampler([run_dir.parent, Path(tempfile.gettempdir()), Path.home()])
     sampler.start()
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -128,24 +145,26 @@ def main() -> int:
     wall = time.perf_counter() - t0
     sampler.stop.set()
     sampler.join()
-    run = read_run(run_dir / "run")
+    run = read_run(run_dir)
     per_hour = run["attempts"] / wall * 3600 if wall > 0 else 0.0
-    data = {"replay": args.replay, "problems": len(problems), "device": args.device, "size": args.size,
+    data = {"replay": folders, "problems": len(problems), "candidates_recorded": candidates,
+            "eval_set": args.eval_set, "device": args.device, "size": args.size,
             "wall_s": wall, "stopped_at_deadline": stopped, "returncode": proc.returncode,
             "candidates_per_hour": per_hour, "peak_disk_bytes": sampler.peak, "gpu_peak_mib": sampler.gpu_peak_mib,
             **run}
     peak_gib = max(sampler.peak.values(), default=0) / 2**30
     lines = ["| figure | value |", "|---|---|",
-             f"| candidates evaluated | {run['attempts']} of {len(problems)} problems"
+             f"| candidates evaluated | {run['attempts']} of {candidates} recorded, {len(problems)} problems"
              f"{' (stopped at the deadline)' if stopped else ''} |",
              f"| wall | {wall:.0f} s |", f"| candidates per hour | {per_hour:.0f} |",
              f"| peak disk used (largest filesystem delta) | {peak_gib:.2f} GiB |",
              f"| peak GPU memory in use | {sampler.gpu_peak_mib if sampler.gpu_peak_mib is not None else 'n/a'} MiB |",
-             f"| harness errors (errors.jsonl) | {run['harness_errors']} |"]
+             f"| harness errors (errors.jsonl) | {run['harness_errors']} |",
+             f"| model errors (errors.jsonl: nothing recorded, unreadable response) | {run['model_errors']} |"]
     lines += [f"| {proto} verdicts | {', '.join(f'{k} {v}' for k, v in sorted(c.items()))} |"
               for proto, c in run["verdicts"].items()]
+    lines.append(f"| settings | {' '.join(args.eval_set) or 'defaults'} |")
     write_results(out, "full_size_sweep", "\n".join(lines), data)
-    shutil.rmtree(run_dir, ignore_errors=True)
     return 0
 
 
