@@ -190,7 +190,7 @@ class Judge:
             return x
         if isinstance(x, torch.Tensor):
             return x.to(self.dtype) if x.is_floating_point() else x
-        return x.to(self.dtype)
+        return x.to(self.dtype) if isinstance(x, torch.nn.Module) else x  # Python scalars stay as they are
 
     def reference_params(self) -> list[tuple[str, tuple[int, ...]]]:
         return [(n, tuple(p.shape)) for n, p in self.model.named_parameters() if p.is_floating_point()]

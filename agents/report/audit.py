@@ -319,7 +319,7 @@ def guard_line(gd: GuardEvidence) -> str:
 
 
 def entry_lines(e: AuditEntry, max_trials: int | None = TEXT_TRIALS) -> list[str]:
-    who = (f"{e.model} ({e.strategy})" if e.strategy else e.model) + ("" if e.precision == "fp32" else f" [{e.precision}]")
+    who = (f"{e.model} ({e.strategy})" if e.strategy else e.model) + ("" if e.precision == "fp32" else f" · {e.precision}")
     out = [f"{e.problem_id} · {who} · sample {e.sample} · turn {e.turn}{'' if e.final else ' (not final)'}"
            + (f" · candidate {e.candidate_hash[:12]}" if e.candidate_hash else "")]
     out.append(f"  verdict  naive {e.naive_verdict} {vxs(e.naive_verdict, e.naive_speedup)} -> verified "

@@ -27,7 +27,7 @@ def _png(fig) -> bytes:
 
 def _system(model: str, strategy: str, rep: Report, precision: str = "fp32") -> str:
     name = model if len(rep.strategies) == 1 else f"{model}/{strategy}"
-    return name if rep.precisions == ["fp32"] else f"{name} [{precision}]"
+    return name if rep.precisions == ["fp32"] else f"{name} · {precision}"
 
 
 def fast_p_curve(rep: Report) -> bytes:

@@ -51,7 +51,7 @@ def system(rep: Report, model: str, strategy: str, precision: str = "fp32") -> s
     """A system's name in every table: the model, its strategy when the run has several, and its precision
     whenever the run is not fp32 only (an fp32 row and a bf16 row must never read alike)."""
     name = model_strategy(rep, model, strategy)
-    return name if rep.precisions == ["fp32"] else f"{name} [{precision}]"
+    return name if rep.precisions == ["fp32"] else f"{name} · {precision}"
 
 
 def precision_note(rep: Report) -> str:
@@ -203,7 +203,7 @@ def strategy_table(rep: Report) -> Table:
     for r in rep.headline:
         if r.level == ALL:
             s = r.summary
-            t.add_row(r.model if rep.precisions == ["fp32"] else f"{r.model} [{r.precision}]", r.strategy, r.protocol, f"{s.correct}/{s.attempted}", pct(s.fast_p["fast_1"].value),
+            t.add_row(r.model if rep.precisions == ["fp32"] else f"{r.model} · {r.precision}", r.strategy, r.protocol, f"{s.correct}/{s.attempted}", pct(s.fast_p["fast_1"].value),
                       f"{x(s.geomean_speedup.value)} (n={s.geomean_speedup.n})")
     return t
 
