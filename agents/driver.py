@@ -145,7 +145,7 @@ class Driver:
         else:
             messages = await asyncio.to_thread(
                 prompts.render, task.strategy, task.problem, cfg.size, backend, hardware=cfg.hardware,
-                problems_dir=cfg.problems_dir)
+                problems_dir=cfg.problems_dir, precision=cfg.precision)
             turn = 1
         client = self.clients[task.model]
         provider = getattr(client, "provider", "unknown")
@@ -187,6 +187,7 @@ class Driver:
                 response=completion.text, finish=completion.finish, usage=completion.usage.model_dump(),
                 cost_usd=completion.cost_usd, latency_s=completion.latency_s, cached_response=completion.cached,
                 model_error=completion.error, size=cfg.size or "small", device=cfg.device or "cpu",
+                precision=cfg.precision,
             )
             fb = fbk.from_completion(completion.finish, completion.error)
             if fb is None:

@@ -232,6 +232,14 @@ def _verified_line(res: dict[str, Any], record: dict[str, Any]) -> list[str]:
     verdict = res.get("verdict")
     head = ("Verified check (further hidden inputs, randomised parameters, fp32 tolerance about 1e-3, "
             "TF32-enabled PyTorch baseline, anti-cheating guards): ")
+    precision = record.get("precision") or "fp32"
+    if precision != "fp32":  # a bf16/fp16 run: that dtype's tolerance (the protocol's) and a baseline in that dtype
+        from harness.precision import dtype_name
+        from harness.protocols import VERIFIED
+
+        head = (f"Verified check (further hidden inputs, randomised parameters, {dtype_name(precision)} inputs and "
+                f"output, tolerance about {VERIFIED.tolerance_for(precision):g}, PyTorch baseline in "
+                f"{dtype_name(precision)}, anti-cheating guards): ")
     if verdict == "correct":
         sp = res.get("speedup")
         timing = f"; speedup {sp:.3g}x ({_fmt_ms(res.get('kernel_ms'))} vs {_fmt_ms(res.get('baseline_ms'))}, median)" if sp else ""

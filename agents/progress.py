@@ -30,6 +30,7 @@ class ProtocolSummary(BaseModel):
 class SummaryRow(BaseModel):
     model: str
     strategy: str
+    precision: str = Field("fp32", description="harness.precision: runs at two precisions are never pooled")
     problems: int = Field(0, description="problems with at least one recorded attempt")
     samples: int = 0
     attempts: int = 0
@@ -71,12 +72,12 @@ def _rank(a: Attempt, protocol: str):
 
 def summarize(attempts: Iterable[Attempt], protocols: list[str],
               turn_policy: TurnPolicy = DEFAULT_TURN_POLICY) -> list[SummaryRow]:
-    groups: dict[tuple[str, str], list[Attempt]] = {}
+    groups: dict[tuple[str, str, str], list[Attempt]] = {}
     for a in attempts:
-        groups.setdefault((a.model, a.strategy), []).append(a)
+        groups.setdefault((a.model, a.strategy, a.precision), []).append(a)
     rows = []
-    for (model, strategy), items in sorted(groups.items()):
-        row = SummaryRow(model=model, strategy=strategy, attempts=len(items),
+    for (model, strategy, precision), items in sorted(groups.items()):
+        row = SummaryRow(model=model, strategy=strategy, precision=precision, attempts=len(items),
                          problems=len({a.problem_id for a in items}),
                          samples=len({(a.problem_id, a.sample) for a in items}),
                          cost_usd=sum(a.cost_usd or 0.0 for a in items))
@@ -207,15 +208,17 @@ def print_summary(summary: RunSummary, protocols: list[str], stream: Any = None)
     console = Console(file=stream or sys.stdout, width=160)
     table = Table(title=f"run {summary.run_dir} ({turn_label(summary.turn_policy)} of each conversation, "
                         "best of k samples; as agents.report)")
-    for col in ("model", "strategy", "problems", "attempts"):
-        table.add_column(col, justify="left" if col in ("model", "strategy") else "right")
+    # The precision is a column whenever a row is not fp32 (fp32-only tables read as before).
+    named = any(r.precision != "fp32" for r in summary.rows)
+    for col in ("model", "strategy", *(("precision",) if named else ()), "problems", "attempts"):
+        table.add_column(col, justify="left" if col in ("model", "strategy", "precision") else "right")
     for p in protocols:
         table.add_column(f"{p} correct", justify="right")
         table.add_column(f"{p} fast_1", justify="right")
         table.add_column(f"{p} geomean", justify="right")
     table.add_column("cost", justify="right")
     for r in summary.rows:
-        cells = [r.model, r.strategy, str(r.problems), str(r.attempts)]
+        cells = [r.model, r.strategy, *((r.precision,) if named else ()), str(r.problems), str(r.attempts)]
         for p in protocols:
             s = r.protocols.get(p, ProtocolSummary())
             cells += [f"{s.correct}/{r.problems}", f"{s.fast_1:.2f}",

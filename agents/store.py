@@ -65,6 +65,8 @@ class Attempt(BaseModel):
     eval_reused: bool = Field(False, description="the same kernel was already measured in this run: record shared")
     size: str = "small"
     device: str = "cpu"
+    precision: str = Field("fp32", description="the run's precision (harness.precision); attempts stored before "
+                                               "precision modes: fp32")
     created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat())
 
     @property

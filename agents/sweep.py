@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 
 import problems as P
+from harness.precision import DTYPE_NAMES
 
 from .config import EXECUTION_FIELDS, SweepConfig
 from .driver import Driver, SampleTask, read_errors
@@ -268,6 +269,10 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--device", help="cuda or cpu (default: cuda when a GPU is visible)")
     ap.add_argument("--backend", choices=["cuda", "triton", "cpu"])
     ap.add_argument("--size", choices=["small", "full"])
+    ap.add_argument("--precision", choices=list(DTYPE_NAMES),
+                    help="fp32 (default): the problems as written. bf16/fp16: inputs, parameters, the reference and its "
+                         "baseline timing, and every kernel in that dtype, output expected in it, that dtype's tolerance "
+                         "(TF32 does not apply); the prompts tell the model (harness.precision)")
     ap.add_argument("--gpus", type=int, help="evaluation workers (one per GPU)")
     ap.add_argument("--build-workers", type=int)
     ap.add_argument("--concurrency", type=int, help="conversations in flight")

@@ -22,6 +22,7 @@ from . import shapes
 from .device_check import device_error
 from .errors import HarnessError
 from .job import EvalSettings
+from .precision import DTYPE_NAMES
 from .protocols import PROTOCOL_VERSIONS, PROTOCOLS, score
 from .reasons import clip
 from .record import MeasurementRecord
@@ -34,7 +35,7 @@ def _fmt(x: float | None, unit: str = "") -> str:
 
 def render_table(ev) -> str:
     rec = ev.record
-    lines = [f"{rec.problem_id}  size={rec.size}  device={rec.device}  status={rec.status}"
+    lines = [f"{rec.problem_id}  size={rec.size}  device={rec.device}  precision={rec.precision}  status={rec.status}"
              + (f"  (failed in {rec.failed_phase})" if rec.failed_phase else "")]
     lines.append(f"{'protocol':10s} {'verdict':14s} {'speedup [95%]':>22s} {'counted':>8s} {'vs compile':>10s} "
                  f"{'kernel ms':>10s} {'baseline ms':>12s} {'SOL':>6s}")
@@ -86,11 +87,12 @@ def decode_source(data: bytes) -> tuple[str | None, str | None]:
                       f"{exc.reason}); save the kernel as UTF-8")
 
 
-def undecodable(data: bytes, why: str, problem_id: str, size: str, device: str, protocols: list[str]) -> Evaluation:
+def undecodable(data: bytes, why: str, problem_id: str, size: str, device: str, protocols: list[str],
+                precision: str = "fp32") -> Evaluation:
     """The evaluation of a source that cannot be read as text: a compile error at the build phase, scored
     like any other record (so every protocol reports ``compile_error`` with the reason)."""
     record = MeasurementRecord(candidate_hash=hashlib.sha256(data).hexdigest(), problem_id=problem_id, size=size,
-                               device=device, status="compile_error", failed_phase="build", error=why,
+                               device=device, precision=precision, status="compile_error", failed_phase="build", error=why,
                                created_at=datetime.now(UTC).isoformat())
     return Evaluation(record=record, results={r.protocol: r for r in (score(record, p) for p in protocols)})
 
@@ -130,6 +132,10 @@ def main(argv: list[str] | None = None) -> int:
                     help=f"also check correctness (no timing) at N extra shapes, the problem's size constants scaled "
                          f"down (0-{shapes.MAX_SHAPES}; default 0: off); a kernel correct only at the published shape is "
                          "reported shape-specialised")
+    ap.add_argument("--precision", choices=list(DTYPE_NAMES), default="fp32",
+                    help="fp32 (default): the problem as written. bf16/fp16: inputs, parameters, the reference (and its "
+                         "baseline timing) and ModelNew in that dtype, output expected in it, that dtype's tolerance; "
+                         "TF32 does not apply")
     ap.add_argument("--timeout", type=float, metavar="SECONDS",
                     help="bound the whole evaluation (build, reference, run); a candidate still running then gets "
                          "the verdict timeout. Default: 900 s for a build plus 600 s for the run (a source that "
@@ -168,9 +174,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.quick:
         settings = EvalSettings(naive_timing_trials=20, verified_min_iters=5, verified_max_iters=30,
                                 verified_seconds_per_subject=0.5)
-    settings = settings.model_copy(update={"extra_shapes": args.shapes})
+    settings = settings.model_copy(update={"extra_shapes": args.shapes, "precision": args.precision})
     if source is None:
-        result = undecodable(data, why or "", problem.id, size, args.device, protocols)
+        result = undecodable(data, why or "", problem.id, size, args.device, protocols, args.precision)
     else:
         try:
             with Evaluator(args.device, size, settings=settings, problems_dir=args.problems_dir) as ev:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from .precision import Precision
+
 PRESPAWN_MIN_CPUS = 8  # below it the spare process's imports compete with the measured one
 
 
@@ -59,6 +61,11 @@ class EvalSettings(BaseModel):
     extra_shapes: int = Field(
         0, ge=0, le=8, description="also check the candidate's correctness (no timing) at this many extra shapes of the "
                                    "problem, its size constants scaled down (harness.shapes); 0: off")
+    precision: Precision = Field(
+        "fp32", description="fp32: the problem as written. bf16/fp16: floating inputs, parameters, the reference Model "
+                            "(and its timed baselines) and ModelNew cast to that dtype, the exact expected output computed in "
+                            "float64 from the same rounded values, output expected in that dtype, the protocol's tolerance "
+                            "for that dtype; TF32 does not apply (harness.precision)")
     cpu_threads: int | None = Field(
         None, description="torch threads in the candidate process and the judge. None: 1 on a CPU device (the demo "
                           "sweep twice on a loaded 2-core host: naive geomeans 1.07x/2.03x with torch's default threads, "

@@ -39,6 +39,8 @@ from .guard_registry import outcome
 from .inputs import forward_seed, make_inputs, perturbed_parameters
 from .job import JobSpec
 from .params import ParamMapping, map_parameters
+from .precision import casts, torch_dtype
+from .protocols import VERIFIED
 from .record import ErrorStats, GuardOutcome, TrialResult
 from .reference import build_model, environment, pytorch_default_flags, tf32, trial_plan
 from .shm import DTYPES, SharedBuffer, args_nbytes, pack_args
@@ -46,8 +48,6 @@ from .timing import naive_samples, verified_call
 from .wire import Conn, WireError
 
 PR_SET_DUMPABLE = 4
-VERIFIED_TOL = {"fp32": 1e-3, "half": 1e-2}  # DESIGN.md; the protocol re-decides from the stored stats
-TF32_ERROR_FACTOR = 4.0
 # timing_witness on a GPU: time between timed calls the reported kernel time and the timer's own work leave
 # unexplained, tolerated per call: an absolute part and a share of the gap. This bounds what a rewrite of the
 # candidate-side timer can hide: 1.5 ms + 25% of each call (benchmarks/results/h200_hack_suite_judge.md).
@@ -103,27 +103,37 @@ def _nonfinite(t: Any) -> bool:
 
 
 class Expected:
-    """An expected output and what the tolerance decision needs beside it."""
+    """An expected output and what the tolerance decision needs beside it. ``dtype``: the dtype the candidate must
+    return (default: fp32 for an exact float64 value, else the output's own); ``nonfinite``: the reference gave
+    NaN/Inf here (the trial is dropped)."""
 
-    def __init__(self, out: Any, tf32_stats: ErrorStats | None = None) -> None:
+    def __init__(self, out: Any, tf32_stats: ErrorStats | None = None, dtype: torch.dtype | None = None,
+                 nonfinite: bool = False) -> None:
         self.out = out
-        self.nonfinite = _nonfinite(out)
+        self.nonfinite = nonfinite or _nonfinite(out)
         self.tf32_max_abs = tf32_stats.max_abs if tf32_stats else None
         self.tf32_min_tolerance = tf32_stats.min_tolerance if tf32_stats else None
+        self.dtype = dtype or (None if not isinstance(out, torch.Tensor) else
+                               torch.float32 if out.dtype == torch.float64 else out.dtype)
 
     @property
     def nbytes(self) -> int:
         return self.out.numel() * self.out.element_size() if isinstance(self.out, torch.Tensor) else 0
 
 
-def verified_pass(st: ErrorStats, exp: Expected) -> bool:
-    """The verified protocol's per-output decision, for outputs that are not stored trials (timed calls)."""
+def _dtype_note(st: ErrorStats) -> str:
+    return "" if st.dtype_ok else f"; output dtype {st.out_dtype} is not the run's"
+
+
+def verified_pass(st: ErrorStats, exp: Expected, precision: str = "fp32") -> bool:
+    """The verified protocol's per-output decision, for outputs that are not stored trials (timed calls): its
+    tolerance for the run's dtype and its TF32-error factor (the protocol re-decides from the stored stats)."""
     if not st.shape_ok or st.nonfinite or st.all_zero_vs_nonzero or not st.dtype_ok:
         return False
-    half = st.out_dtype in ("float16", "bfloat16")
-    if st.min_tolerance <= VERIFIED_TOL["half" if half else "fp32"]:
+    if st.min_tolerance <= VERIFIED.tolerance_for(precision, st.out_dtype):
         return True
-    return exp.tf32_max_abs is not None and st.max_abs <= TF32_ERROR_FACTOR * exp.tf32_max_abs
+    k = VERIFIED.tf32_error_factor
+    return k is not None and exp.tf32_max_abs is not None and st.max_abs <= k * exp.tf32_max_abs
 
 
 class Judge:
@@ -135,7 +145,10 @@ class Judge:
         self.domains = {k: Domain(v) for k, v in job.domains.items()}
         self.naive_plan, self.verified_plan, self.skipped_distributions = trial_plan(job, self.mod, self.names)
         self.timing_seeds = job.fresh_seeds[-self.settings.timing_input_sets:]
-        self.model = build_model(self.mod, self.device)
+        # A bf16/fp16 run: inputs, parameters and the reference Model in that dtype (None: fp32, nothing cast).
+        self.precision = self.settings.precision
+        self.dtype = torch_dtype(self.precision)
+        self.model = self._cast(build_model(self.mod, self.device))
         self._values: dict[str, torch.Tensor] | None = None
         self._models: dict[str, Any] = {}
         self._cache: dict[tuple, Expected] = {}
@@ -171,6 +184,14 @@ class Judge:
         self.release()
 
     # -- reference side ---------------------------------------------------------------------------------
+    def _cast(self, x: Any) -> Any:
+        """A model or tensor in the run's dtype (floating ones only; fp32 runs: unchanged)."""
+        if self.dtype is None:
+            return x
+        if isinstance(x, torch.Tensor):
+            return x.to(self.dtype) if x.is_floating_point() else x
+        return x.to(self.dtype) if isinstance(x, torch.nn.Module) else x  # Python scalars stay as they are
+
     def reference_params(self) -> list[tuple[str, tuple[int, ...]]]:
         return [(n, tuple(p.shape)) for n, p in self.model.named_parameters() if p.is_floating_point()]
 
@@ -179,19 +200,22 @@ class Judge:
             self._values = perturbed_parameters(self.model, self.job.perturb_seed)
         return self._values
 
-    def _model(self, variant: str, exact: bool):
+    def _model(self, variant: str, exact: bool | str):
         """variant: 'default' | 'perturbed'; exact: float64 copy (or fp32 without TF32 when a layer has no
-        float64 kernel)."""
+        float64 kernel); 'float32': a bf16/fp16 run's fallback when a layer has no float64 kernel. Copies of a
+        bf16/fp16 run are upcast from the rounded parameters, so they compute exactly on what the kernel holds."""
         key = (variant, exact)
         if key in self._models:
             return self._models[key]
-        m = build_model(self.mod, self.device) if (variant != "default" or exact) else self.model
+        m = self._cast(build_model(self.mod, self.device)) if (variant != "default" or exact) else self.model
         if variant == "perturbed":
             params = dict(m.named_parameters())
             with torch.no_grad():
                 for name, v in self.values().items():
                     params[name].copy_(v.to(device=params[name].device, dtype=params[name].dtype))
-        if exact:
+        if exact == "float32":
+            m = m.float()
+        elif exact:
             try:
                 m = m.double()
             except Exception:  # noqa: BLE001
@@ -200,7 +224,9 @@ class Judge:
         return m
 
     def inputs(self, seed: int, scale: float, distribution: str | None = None) -> list[Any]:
-        return make_inputs(self.mod.get_inputs, self.names, seed, scale, self.domains, self.device, distribution)
+        drawn = make_inputs(self.mod.get_inputs, self.names, seed, scale, self.domains, self.device, distribution)
+        # Drawn (and scaled, or made adversarial) in the problem's dtype, then rounded to the run's.
+        return drawn if self.dtype is None else [self._cast(x) for x in drawn]
 
     def expected(self, key: tuple, seed: int, scale: float, variant: str, naive: bool,
                  distribution: str | None = None) -> Expected:
@@ -216,6 +242,10 @@ class Judge:
             # each is several GB on the device the candidate process shares.
             with tf32(True):
                 fast = _run(self._model(variant, False), inputs, seed)
+            # A bf16/fp16 run: the candidate returns what the reference Model returns in that dtype, and a trial
+            # whose reference overflows that dtype (fp16 beyond 65504) is dropped like any non-finite reference.
+            low = casts(self.precision) and isinstance(fast, torch.Tensor)
+            want, fast_nonfinite = (fast.dtype, _nonfinite(fast)) if low else (None, False)
             exact = None
             m64 = self._model(variant, True)
             if m64 is not None and self.reference_precision == "float64":
@@ -232,12 +262,16 @@ class Judge:
                 if inputs is None:
                     inputs = self.inputs(seed, scale, distribution)
                 with tf32(False):
-                    exact = _run(self._model(variant, False), inputs, seed)
+                    if casts(self.precision):  # upcast to fp32 from the rounded values, not the low dtype itself
+                        exact = _run(self._model(variant, "float32"), [x.float() if isinstance(x, torch.Tensor)
+                                     and x.is_floating_point() else x for x in inputs], seed)
+                    else:
+                        exact = _run(self._model(variant, False), inputs, seed)
             stats = error_stats(fast, exact) if not _nonfinite(exact) and isinstance(exact, torch.Tensor) else None
             del fast
             if isinstance(exact, torch.Tensor) and exact.dtype == torch.float64 and exact.numel() * 8 > 256 * 2**20:
                 exact = exact.float()  # large outputs: an fp32 copy of the exact value bounds memory
-            exp = Expected(exact, stats)
+            exp = Expected(exact, stats, dtype=want, nonfinite=fast_nonfinite)
         del inputs
         if self.ops.is_cuda and exp.nbytes > HOST_RESIDENT_BYTES:
             exp.out = exp.out.cpu()  # compared chunk by chunk on the device; the device is the candidate's
@@ -409,7 +443,7 @@ class Session:
             out = self.buf.read({"offset": offset, "shape": shape, "dtype": dtype}, self.j.device)
         st = error_stats(out, exp.out)
         if exp.out.is_floating_point() and out.device.type != "meta":
-            st.dtype_ok = out.dtype == (torch.float32 if exp.out.dtype == torch.float64 else exp.out.dtype)
+            st.dtype_ok = out.dtype == exp.dtype  # the run's nominal dtype (fp32 for an fp32 run's exact value)
         if self.output_dtype is None:
             self.output_dtype = dtype
         return st, None
@@ -456,7 +490,7 @@ class Session:
         # memory budget they are recomputed at the checked calls instead.
         first = self._expected_timing(0)
         if isinstance(first.out, torch.Tensor):
-            self.out_like = (first.out.shape, first.out.dtype)
+            self.out_like = (first.out.shape, first.dtype)
         if self.timing_keys[0][0] in j._cache:
             for i in range(1, len(self.timing_keys)):
                 self._expected_timing(i)
@@ -535,8 +569,9 @@ class Session:
         exp = self._expected_timing(idx)
         st, exc = self._receive_output(self.out_off, self.out_cap, exp)
         self.timed_checked += 1
-        if exc is not None or st is None or not verified_pass(st, exp):
-            why = exc[-200:] if exc else (f"max abs error {st.max_abs:.3g}, needs {st.min_tolerance:.3g}" if st else "no output")
+        if exc is not None or st is None or not verified_pass(st, exp, self.j.precision):
+            why = exc[-200:] if exc else (f"max abs error {st.max_abs:.3g}, needs {st.min_tolerance:.3g}" + _dtype_note(st)
+                                          if st else "no output")
             self.timed_failures.append(f"timed call on set {idx}: {why}")
         released = time.perf_counter()
         self.conn.send("ok")
@@ -551,12 +586,12 @@ class Session:
         exp = self._expected_timing(idx)
         self.conn.send("check", {"check": True})
         st, exc = self._receive_output(self.out_off, self.out_cap, exp)
-        ok = exc is None and st is not None and verified_pass(st, exp)
+        ok = exc is None and st is not None and verified_pass(st, exp, self.j.precision)
         detail = "" if ok else (
             f"inputs rewritten in place with new values, call raised: {exc[-200:]}" if exc else
             f"inputs rewritten in place with new values (behind a {p.get('hold_us', 0):.0f} us hold): max abs error "
             f"{st.max_abs if st else float('nan'):.3g} against the new answer (a stale or cached result, or work "
-            f"that read the inputs before the rewrite)")
+            f"that read the inputs before the rewrite)" + (_dtype_note(st) if st else ""))
         self.guards.append(outcome(name, ok, detail=detail))
         self.conn.send("ok")
 

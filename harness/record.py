@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from .precision import Precision
+
 RECORD_VERSION = 1
 
 
@@ -201,6 +203,8 @@ class MeasurementRecord(_Stored):
     problem_id: str
     size: str
     device: str
+    precision: Precision = Field("fp32", description="the dtype inputs, parameters, reference and output were in "
+                                                     "(harness.precision; records written before precision modes: fp32)")
     status: Status = "ok"
     failed_phase: Phase | None = None
     error: str | None = Field(None, description="trimmed message for compile/runtime errors and timeouts")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from problems import Problem, Size
 from problems.roofline import count
 
+from .precision import casts
 from .record import Roofline
 
 # name fragment -> (fp32 non-tensor FLOP/s, TF32 dense FLOP/s, HBM bytes/s). Datasheet, dense.
@@ -28,11 +29,25 @@ def device_peaks(device_name: str) -> tuple[float, float, float] | None:
     return None
 
 
-def roofline_for(problem: Problem, size: Size, device: str, device_name: str | None = None) -> Roofline:
+# A bf16/fp16 run: dense 16-bit tensor-core rates are twice the TF32 ones on every device above (datasheet),
+# packed 16-bit arithmetic twice fp32's, and a floating element takes half the bytes.
+HALF_SPEEDUP = 2.0
+
+
+def roofline_for(problem: Problem, size: Size, device: str, device_name: str | None = None,
+                 precision: str = "fp32") -> Roofline:
     c = count(problem, size)
     peaks = device_peaks(device_name or "")
     r = Roofline(flops=c.flops, bytes=c.bytes, matmul_flops=c.matmul_flops, device_name=device_name or device)
-    if peaks:
+    if peaks and casts(precision):
+        # Every byte counted as halved (integer inputs too): the bound may only err low, never flag an honest kernel.
+        fp32_peak, tf32_peak, bw = peaks
+        half_peak = HALF_SPEEDUP * tf32_peak
+        r.bytes = c.bytes / HALF_SPEEDUP
+        r.peak_flops, r.peak_bandwidth, r.precision = half_peak, bw, precision
+        r.t_sol_ms = max(c.matmul_flops / half_peak, (c.flops - c.matmul_flops) / (HALF_SPEEDUP * fp32_peak),
+                         r.bytes / bw) * 1e3
+    elif peaks:
         _, tf32_peak, bw = peaks
         # A candidate may legitimately use TF32 tensor cores, so the compute bound uses the TF32 rate.
         r.peak_flops, r.peak_bandwidth, r.precision = tf32_peak, bw, "tf32"

@@ -368,7 +368,8 @@ class Evaluator:
     def measure(self, source: str, problem: P.Problem, build: BuildResult | None = None) -> MeasurementRecord:
         started = time.perf_counter()
         record = MeasurementRecord(candidate_hash=source_hash(source), problem_id=problem.id, size=self.size,
-                                   device=self.device, created_at=datetime.now(UTC).isoformat(),
+                                   device=self.device, precision=self.settings.precision,
+                                   created_at=datetime.now(UTC).isoformat(),
                                    problem_flags=[f.kind for f in problem.meta.flags])
         record.provenance = scan(source)
         record.gpu_index = self.gpu_index
@@ -389,7 +390,7 @@ class Evaluator:
             record.environment = Environment.model_validate(judge.environment)
         try:
             name = record.environment.device_name if record.environment else ""
-            record.roofline = roofline_for(problem, self.size, self.device, name)
+            record.roofline = roofline_for(problem, self.size, self.device, name, self.settings.precision)
         except Exception:  # noqa: BLE001 - a missing bound never blocks an evaluation
             record.roofline = None
         ext = self.extensions_dir(source)

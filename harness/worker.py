@@ -28,6 +28,7 @@ from .device import DeviceOps
 from .guard_registry import outcome
 from .inputs import KERNELBENCH_SEED
 from .job import JobSpec
+from .precision import torch_dtype
 from .record import GuardOutcome, Memory, Timing
 from .reference import build_model, tf32
 from .shm import DTYPES, SharedBuffer, dtype_name, unpack_args
@@ -255,9 +256,15 @@ def phase_init(ctx: Ctx) -> bool:
         init = ctx.mod.get_init_inputs()
         torch.manual_seed(KERNELBENCH_SEED)
         ctx.model_new = ctx.cand.ModelNew(*init)
+        # A bf16/fp16 run casts ModelNew as the judge casts the reference (fp32: dtype None, left as built).
+        dtype = torch_dtype(ctx.job.settings.precision)
         if isinstance(ctx.model_new, torch.nn.Module):
             ctx.model_new = ctx.model_new.to(ctx.device)
+            if dtype is not None:
+                ctx.model_new = ctx.model_new.to(dtype)
         ctx.ref_model = build_model(ctx.mod, ctx.device)  # its memory figure only: the judge times the baselines
+        if dtype is not None:
+            ctx.ref_model = ctx.ref_model.to(dtype)
     except BaseException as exc:  # noqa: BLE001
         return ctx.fail("runtime_error", "init", exc)
     ctx.threads_before = threading.active_count()

@@ -87,15 +87,21 @@ def _type_name(value: Any) -> str:
     return type(value).__name__
 
 
-def describe_inputs(problem: P.Problem, size: P.Size) -> tuple[list[dict[str, str]], list[str]]:
-    """Forward arguments as rank and dtype only, and init arguments as name: type (no values)."""
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+def describe_inputs(problem: P.Problem, size: P.Size, precision: str = "fp32") -> tuple[list[dict[str, str]], list[str]]:
+    """Forward arguments as rank and dtype only (floating ones in the run's dtype: ``harness.precision``), and
+    init arguments as name: type (no values)."""
     import inspect
 
     specs = P.input_specs(problem, size)
+    low = _precision(precision)
     args = []
     for s in specs:
         if isinstance(s, P.TensorSpec):
-            args.append({"name": s.name, "text": f"{s.dtype} tensor of rank {len(s.shape)}"})
+            dtype = low["dtype"] if low and str(s.dtype).removeprefix("torch.") in FLOAT_DTYPES else s.dtype
+            args.append({"name": s.name, "text": f"{dtype} tensor of rank {len(s.shape)}"})
         else:
             args.append({"name": s.name, "text": f"a Python {_type_name(s.value)}"})
     mod = P.load_module(problem, size)
@@ -207,9 +213,22 @@ def _examples(strategy: Strategy, backend: str) -> list[dict[str, str]]:
     return out
 
 
+def _precision(precision: str) -> dict[str, str] | None:
+    """What the task says of a bf16/fp16 run (None: fp32, the problem as written): the dtype and the verified
+    protocol's tolerance for it, read from the protocol's declaration."""
+    if precision == "fp32":
+        return None
+    from harness.precision import dtype_name
+    from harness.protocols import VERIFIED
+
+    return {"name": precision, "dtype": dtype_name(precision), "tolerance": f"{VERIFIED.tolerance_for(precision):g}"}
+
+
 def render(strategy: str | Strategy, problem: P.Problem | str, size: P.Size, backend: str, *,
-           hardware: str | None = None, problems_dir: str | Path | None = None) -> list[Message]:
-    """The opening messages (system, user) for one problem under one strategy and backend."""
+           hardware: str | None = None, problems_dir: str | Path | None = None,
+           precision: str = "fp32") -> list[Message]:
+    """The opening messages (system, user) for one problem under one strategy and backend; ``precision``
+    bf16/fp16 tells the model that inputs, parameters and the output are in that dtype."""
     s = load_strategy(strategy)
     prob = _problem(problem, problems_dir)
     info = backend_info(backend)
@@ -217,7 +236,7 @@ def render(strategy: str | Strategy, problem: P.Problem | str, size: P.Size, bac
     ctx: dict[str, Any] = {
         "strategy": s, "backend": info, "examples": _examples(s, backend), "hardware": None, "roofline": None,
         "input_blind": s.input_blind, "inputs": [], "init_args": [], "plan_first": s.plan_first,
-        "plan_bullets": s.plan_bullets, "source": source.strip(), "problem": prob,
+        "plan_bullets": s.plan_bullets, "source": source.strip(), "problem": prob, "precision": _precision(precision),
     }
     if s.hardware or s.roofline:
         hw = hardware_spec(hardware, backend)
@@ -227,7 +246,7 @@ def render(strategy: str | Strategy, problem: P.Problem | str, size: P.Size, bac
             ctx["roofline"] = roofline_block(prob, size, hw)
     if s.input_blind:
         ctx["source"] = strip_inputs(source).strip()
-        ctx["inputs"], ctx["init_args"] = describe_inputs(prob, size)
+        ctx["inputs"], ctx["init_args"] = describe_inputs(prob, size, precision)
     env = _env()
     system = env.get_template(s.system_template).render(**ctx).strip()
     user = env.get_template(s.task_template).render(**ctx).strip()

@@ -89,6 +89,7 @@ class VerdictStep(BaseModel):
 class AuditEntry(BaseModel):
     model: str = ""
     strategy: str = ""
+    precision: str = "fp32"
     problem_id: str
     level: int | None = None
     sample: int = 0
@@ -155,14 +156,13 @@ def _trial_evidence(record: MeasurementRecord, trial: TrialResult, kind: Literal
     if not fails:
         return None
     first = next((step for step, _l, p in chain if p.trials == kind and _trial_verdict(record, trial, p)[0]), None)
-    half = (record.output_dtype or "float32") in ("float16", "bfloat16")
     e = trial.error
     tf = trial.tf32_baseline_max_abs
     return TrialEvidence(
         trials=kind, distribution=trial.distribution, seed=trial.seed, params=trial.params,
         max_abs=e.max_abs if e else None, max_rel=e.max_rel if e else None,
         needed_tolerance=e.min_tolerance if e else None,
-        tolerance=end.tolerance_half if half else end.tolerance_fp32,
+        tolerance=end.tolerance_for(record.precision, record.output_dtype),
         tf32_baseline_max_abs=tf,
         tf32_allowance=end.tf32_error_factor * tf if end.tf32_error_factor is not None and tf is not None else None,
         first_fails_at=first, why=why, exception=trial.exception.splitlines()[0][:300] if trial.exception else None,
@@ -222,6 +222,7 @@ def audit_record(record: MeasurementRecord, *, result: Callable[[Protocol], Prot
     failing.sort(key=lambda t: (t.trials != "verified", order.get(t.first_fails_at or "", len(order)),
                                 -(t.needed_tolerance if t.needed_tolerance is not None else math.inf)))
     ident.setdefault("problem_id", record.problem_id)
+    ident.setdefault("precision", record.precision)
     return AuditEntry(
         **ident, candidate_hash=record.candidate_hash, status=record.status, error=record.error,
         naive_verdict=naive.verdict, naive_speedup=naive.speedup,
@@ -242,7 +243,7 @@ def audit_threads(threads: Iterable[Thread], start: Protocol = NAIVE, end: Proto
                 continue
             e = audit_record(s.record, result=s.result, start=start, end=end,
                              model=t.model, strategy=t.strategy, problem_id=t.problem_id, level=t.level,
-                             sample=t.sample, turn=s.turn, final=s is t.turns[-1])
+                             sample=t.sample, turn=s.turn, final=s is t.turns[-1], precision=t.precision)
             if e is not None:
                 out.append(e)
     return out
@@ -318,7 +319,7 @@ def guard_line(gd: GuardEvidence) -> str:
 
 
 def entry_lines(e: AuditEntry, max_trials: int | None = TEXT_TRIALS) -> list[str]:
-    who = f"{e.model} ({e.strategy})" if e.strategy else e.model
+    who = (f"{e.model} ({e.strategy})" if e.strategy else e.model) + ("" if e.precision == "fp32" else f" · {e.precision}")
     out = [f"{e.problem_id} · {who} · sample {e.sample} · turn {e.turn}{'' if e.final else ' (not final)'}"
            + (f" · candidate {e.candidate_hash[:12]}" if e.candidate_hash else "")]
     out.append(f"  verdict  naive {e.naive_verdict} {vxs(e.naive_verdict, e.naive_speedup)} -> verified "

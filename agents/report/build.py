@@ -47,6 +47,7 @@ def on_basis(p: Protocol, fast_p_on: FastPOn) -> Protocol:
 class HeadlineRow(BaseModel):
     model: str
     strategy: str
+    precision: str = "fp32"
     level: str
     protocol: str
     summary: M.Summary
@@ -83,6 +84,7 @@ class ComponentAblation(BaseModel):
 class Waterfall(BaseModel):
     model: str
     strategy: str
+    precision: str = "fp32"
     level: str
     steps: list[WaterfallStep]
     components: list[ComponentAblation]
@@ -103,6 +105,7 @@ class KernelChange(BaseModel):
 
     model: str
     strategy: str
+    precision: str = "fp32"
     problem_id: str
     level: int
     sample: int
@@ -125,6 +128,7 @@ class KernelChange(BaseModel):
 class TurnRow(BaseModel):
     model: str
     strategy: str
+    precision: str = "fp32"
     protocol: str
     turn: int
     attempted: int
@@ -162,6 +166,7 @@ class TurnView(BaseModel):
 class KernelView(BaseModel):
     model: str
     strategy: str
+    precision: str = "fp32"
     problem_id: str
     level: int
     sample: int
@@ -174,6 +179,8 @@ class CompareRow(BaseModel):
     strategy: str
     level: str
     protocol: str
+    precision_a: str | None = Field(None, description="the precision of run A's row (None: no such row)")
+    precision_b: str | None = None
     a: dict[str, float | None]
     b: dict[str, float | None]
 
@@ -190,6 +197,8 @@ class Report(BaseModel):
     n_attempts: int
     models: list[str]
     strategies: list[str]
+    precisions: list[str] = Field(default_factory=lambda: ["fp32"], description="harness.precision of the records: "
+                                  "systems are (model, strategy, precision), never pooled across precisions")
     levels: list[str]
     universe: dict[str, int] = Field(description="level -> number of attempted problems (the fast_p N)")
     headline: list[HeadlineRow]
@@ -210,18 +219,21 @@ class Report(BaseModel):
         "evaluated, verdict 'unreadable'), never the report")
     notes: list[str] = Field(default_factory=list)
 
-    def row(self, model: str, protocol: str, level: str = ALL, strategy: str | None = None) -> HeadlineRow:
+    def row(self, model: str, protocol: str, level: str = ALL, strategy: str | None = None,
+            precision: str | None = None) -> HeadlineRow:
         for r in self.headline:
             if r.model == model and r.protocol == protocol and r.level == level and (
-                    strategy is None or r.strategy == strategy):
+                    strategy is None or r.strategy == strategy) and (precision is None or r.precision == precision):
                 return r
-        raise KeyError((model, strategy, level, protocol))
+        raise KeyError((model, strategy, level, protocol, precision))
 
-    def waterfall(self, model: str, level: str = ALL, strategy: str | None = None) -> Waterfall:
+    def waterfall(self, model: str, level: str = ALL, strategy: str | None = None,
+                  precision: str | None = None) -> Waterfall:
         for w in self.waterfalls:
-            if w.model == model and w.level == level and (strategy is None or w.strategy == strategy):
+            if w.model == model and w.level == level and (strategy is None or w.strategy == strategy) and (
+                    precision is None or w.precision == precision):
                 return w
-        raise KeyError((model, strategy, level))
+        raise KeyError((model, strategy, level, precision))
 
     def change(self, problem_id: str, model: str | None = None, sample: int = 0, turn: int | None = None
                ) -> KernelChange:
@@ -279,7 +291,8 @@ def _trace(thread: Thread, s, chain: list[tuple[str, str, Protocol]]) -> KernelC
             results.append(StepResult(step=step, verdict=r.verdict, speedup=r.speedup,
                                       credited_speedup=r.credited_speedup, reasons=r.reasons,
                                       failing_distributions=r.failing_distributions, failed_guards=r.failed_guards))
-    kc = KernelChange(model=thread.model, strategy=thread.strategy, problem_id=thread.problem_id,
+    kc = KernelChange(model=thread.model, strategy=thread.strategy, precision=thread.precision,
+                      problem_id=thread.problem_id,
                       level=thread.level, sample=thread.sample, turn=s.turn, final=s is thread.turns[-1],
                       steps=results)
     best_move = 0.0
@@ -341,23 +354,30 @@ def _turn_view(s, protocols: Sequence[Protocol]) -> TurnView:
 
 
 def _compare_rows(a: Report, b: Report) -> list[CompareRow]:
+    """A's rows beside B's. Two single-precision runs pair up whatever their precisions (an fp32 run beside its
+    bf16 control, each side named); a run holding several precisions pairs them precision by precision."""
     def figs(r: HeadlineRow) -> dict[str, float | None]:
         s = r.summary
         return {"attempted": s.attempted, "correct": s.correct, "fast_1": s.fast_p[M.p_key(1.0)].value,
                 "geomean": s.geomean_speedup.value, "mem_eff": s.mem_eff.value}
 
-    index = {(r.model, r.strategy, r.level, r.protocol): r for r in b.headline}
+    by_precision = len(a.precisions) > 1 or len(b.precisions) > 1
+
+    def key(r: HeadlineRow) -> tuple:
+        return (r.model, r.strategy, r.level, r.protocol, *((r.precision,) if by_precision else ()))
+
+    index = {key(r): r for r in b.headline}
     rows = []
     for r in a.headline:
-        k = (r.model, r.strategy, r.level, r.protocol)
-        other = index.get(k)
+        other = index.get(key(r))
         rows.append(CompareRow(model=r.model, strategy=r.strategy, level=r.level, protocol=r.protocol,
+                               precision_a=r.precision, precision_b=other.precision if other else None,
                                a=figs(r), b=figs(other) if other else {}))
-    seen = {(r.model, r.strategy, r.level, r.protocol) for r in a.headline}
+    seen = {key(r) for r in a.headline}
     for k, r in index.items():
         if k not in seen:
             rows.append(CompareRow(model=r.model, strategy=r.strategy, level=r.level, protocol=r.protocol,
-                                   a={}, b=figs(r)))
+                                   precision_b=r.precision, a={}, b=figs(r)))
     return rows
 
 
@@ -395,7 +415,7 @@ def build_report(
     config = store.read_config()
     uni = _universe(threads, config)
     levels = sorted((k for k in uni if k != ALL), key=lambda s: (not s.isdigit(), int(s) if s.isdigit() else 0, s))
-    systems = sorted({(t.model, t.strategy) for t in threads})
+    systems = sorted({(t.model, t.strategy, t.precision) for t in threads})
     n_attempts = sum(len(t.turns) for t in threads)
 
     headline: list[HeadlineRow] = []
@@ -404,37 +424,39 @@ def build_report(
     ends = on_basis(NAIVE, fast_p_on), on_basis(VERIFIED, fast_p_on)
     chain = W.steps(*ends)
     alone, without = W.alone(*ends), W.without(*ends)
-    for model, strategy in systems:
-        mine = [t for t in threads if t.model == model and t.strategy == strategy]
+    for model, strategy, precision in systems:
+        mine = [t for t in threads if (t.model, t.strategy, t.precision) == (model, strategy, precision)]
         for level in [*levels, ALL]:
             group = mine if level == ALL else [t for t in mine if _level_key(t.level) == level]
             if not group and level != ALL:
                 continue
             for p in protos:
                 kern = _outcomes(group, p, turn_policy)
-                headline.append(HeadlineRow(model=model, strategy=strategy, level=level, protocol=p.name,
-                                            summary=M.summarize(kern, uni[level], resamples=resamples, seed=seed)))
+                headline.append(HeadlineRow(model=model, strategy=strategy, precision=precision, level=level,
+                                            protocol=p.name, summary=M.summarize(kern, uni[level], resamples=resamples, seed=seed)))
                 if any(o.speedup_vs_compile is not None for o in kern):
                     against = [dataclasses.replace(o, speedup=o.speedup_vs_compile) for o in kern]
-                    vs_compile.append(HeadlineRow(model=model, strategy=strategy, level=level, protocol=p.name,
+                    vs_compile.append(HeadlineRow(model=model, strategy=strategy, precision=precision, level=level,
+                                                  protocol=p.name,
                                                   summary=M.summarize(against, uni[level], resamples=resamples,
                                                                       seed=seed)))
             if level == ALL or levels_waterfall:
-                waterfalls.append(_waterfall(model, strategy, level, group, uni[level], chain, alone, without,
-                                             turn_policy, resamples, seed))
+                w = _waterfall(model, strategy, level, group, uni[level], chain, alone, without, turn_policy,
+                               resamples, seed)
+                waterfalls.append(w.model_copy(update={"precision": precision}))
 
     kernel_changes = [_trace(t, s, chain) for t in threads for s in t.turns]
     audit = audit_threads(threads)
 
     by_turn: list[TurnRow] = []
-    for model, strategy in systems:
-        mine = [t for t in threads if t.model == model and t.strategy == strategy]
+    for model, strategy, precision in systems:
+        mine = [t for t in threads if (t.model, t.strategy, t.precision) == (model, strategy, precision)]
         last = max(t.last_turn for t in mine)
         for p in protos:
             for turn in range(1, last + 1):
                 problems = M.per_problem(_outcomes(mine, p, turn_policy, turn), uni[ALL])
                 g, ng = M.geomean_speedup(problems)
-                by_turn.append(TurnRow(model=model, strategy=strategy, protocol=p.name, turn=turn,
+                by_turn.append(TurnRow(model=model, strategy=strategy, precision=precision, protocol=p.name, turn=turn,
                                        attempted=len(problems), correct=sum(o.correct for o in problems),
                                        fast_p={M.p_key(q): M.fast_p(problems, q) for q in M.FAST_P},
                                        geomean=g, n_geomean=ng))
@@ -442,7 +464,8 @@ def build_report(
     kernels = []
     for t in threads:
         views = [_turn_view(s, protos) for s in t.turns]
-        kernels.append(KernelView(model=t.model, strategy=t.strategy, problem_id=t.problem_id, level=t.level,
+        kernels.append(KernelView(model=t.model, strategy=t.strategy, precision=t.precision, problem_id=t.problem_id,
+                                  level=t.level,
                                   sample=t.sample, final=views[-1], turns=views))
 
     notes = [
@@ -465,6 +488,11 @@ def build_report(
         "default flags, matmul TF32 off and cuDNN TF32 on), tf32_baseline only matmul TF32 (cuDNN TF32 is "
         "already on in the default-flag baseline)",
     ]
+    low = sorted({t.precision for t in threads} - {"fp32"})
+    if low:
+        notes.append(f"precision {', '.join(low)}: inputs, parameters, the reference and its baselines, and the kernels in "
+                     "that dtype, the exact reference from the same rounded values, the protocols' tolerance for that "
+                     "dtype; TF32 does not apply (the tf32_baseline step changes nothing for those kernels)")
     if unreadable:
         notes.insert(0, f"{len(unreadable)} stored line(s) or record(s) could not be read and cost their rows: "
                      + "; ".join(f"line {u.line}" + (f" ({u.key})" if u.key else "") + f": {u.reason}"
@@ -477,7 +505,8 @@ def build_report(
     rep = Report(
         run=run_dir.name, run_dir=str(run_dir), generated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         protocols=[p.key for p in protos], turn_policy=turn_policy, fast_p_on=fast_p_on, resamples=resamples, seed=seed,
-        n_attempts=n_attempts, models=sorted({m for m, _ in systems}), strategies=sorted({s for _, s in systems}),
+        n_attempts=n_attempts, models=sorted({m for m, _, _ in systems}), strategies=sorted({s for _, s, _ in systems}),
+        precisions=sorted({p for _, _, p in systems}) or ["fp32"],
         levels=levels, universe={k: len(v) for k, v in uni.items()}, headline=headline, headline_vs_compile=vs_compile, waterfalls=waterfalls,
         kernel_changes=kernel_changes, by_turn=by_turn, kernels=kernels, audit=audit, unreadable=unreadable,
         notes=notes,

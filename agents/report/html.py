@@ -62,7 +62,7 @@ protocols {{ rep.protocols|join(", ") }} · fast_p and geomean on <b>{{ basis }}
 <th colspan="{{ protos|length }}">accepted hacks</th><th class="l" rowspan="2">guard failures (measured)</th></tr>
 <tr>{% for _ in range(7) %}{% for p in protos %}<th class="{{ p }}">{{ p }}</th>{% endfor %}{% endfor %}</tr>
 {% for key, by in headline %}
-<tr><td class="l">{{ sysname(key[0], key[1]) }}</td><td>{{ key[2] }}</td><td>{{ first(by).attempted }}</td>
+<tr><td class="l">{{ sysname(key[0], key[1], key[3]) }}</td><td>{{ key[2] }}</td><td>{{ first(by).attempted }}</td>
 {% for p in protos %}<td class="{{ p }}">{% if by[p] %}{{ by[p].correct }} ({{ pct(by[p].correct_rate.value) }}){{ ci(by[p].correct_rate, true) }}{% endif %}</td>{% endfor %}
 {% for p in protos %}<td class="{{ p }}">{% if by[p] %}{{ pct(by[p].fast_p["fast_1"].value) }}{{ ci(by[p].fast_p["fast_1"], true) }}{% endif %}</td>{% endfor %}
 {% for p in protos %}<td class="{{ p }}">{% if by[p] %}{{ x(by[p].geomean_speedup.value) }} (n={{ by[p].geomean_speedup.n }}){{ ci(by[p].geomean_speedup, false) }}{% endif %}</td>{% endfor %}
@@ -81,7 +81,7 @@ protocols {{ rep.protocols|join(", ") }} · fast_p and geomean on <b>{{ basis }}
 <th colspan="{{ protos|length }}">fast_1 vs compile</th><th colspan="{{ protos|length }}">geomean vs compile (n)</th></tr>
 <tr>{% for _ in range(2) %}{% for p in protos %}<th class="{{ p }}">{{ p }}</th>{% endfor %}{% endfor %}</tr>
 {% for key, by in vs_compile %}
-<tr><td class="l">{{ sysname(key[0], key[1]) }}</td><td>{{ key[2] }}</td><td>{{ first(by).attempted }}</td>
+<tr><td class="l">{{ sysname(key[0], key[1], key[3]) }}</td><td>{{ key[2] }}</td><td>{{ first(by).attempted }}</td>
 {% for p in protos %}<td class="{{ p }}">{% if by[p] %}{{ pct(by[p].fast_p["fast_1"].value) }}{{ ci(by[p].fast_p["fast_1"], true) }}{% endif %}</td>{% endfor %}
 {% for p in protos %}<td class="{{ p }}">{% if by[p] %}{{ x(by[p].geomean_speedup.value) }} (n={{ by[p].geomean_speedup.n }}){{ ci(by[p].geomean_speedup, false) }}{% endif %}</td>{% endfor %}
 </tr>
@@ -92,7 +92,7 @@ protocols {{ rep.protocols|join(", ") }} · fast_p and geomean on <b>{{ basis }}
 <table>
 <tr><th class="l">system</th><th>level</th><th class="l">protocol</th>{% for q in fast_ps %}<th>fast_{{ q }}</th>{% endfor %}</tr>
 {% for key, by in headline %}{% for p in protos %}{% if by[p] %}
-<tr class="{{ p }}"><td class="l">{{ sysname(key[0], key[1]) }}</td><td>{{ key[2] }}</td><td class="l">{{ p }}</td>
+<tr class="{{ p }}"><td class="l">{{ sysname(key[0], key[1], key[3]) }}</td><td>{{ key[2] }}</td><td class="l">{{ p }}</td>
 {% for q in fast_ps %}<td>{{ pct(by[p].fast_p["fast_" ~ q].value) }}{{ ci(by[p].fast_p["fast_" ~ q], true) }}</td>{% endfor %}</tr>
 {% endif %}{% endfor %}{% endfor %}
 </table>
@@ -100,8 +100,8 @@ protocols {{ rep.protocols|join(", ") }} · fast_p and geomean on <b>{{ basis }}
 
 <h2 id="waterfall">Waterfall: from naive to verified, one component at a time</h2>
 {% for w in waterfalls %}
-{% if w.level != "all" %}<details><summary>{{ sysname(w.model, w.strategy) }} · level {{ w.level }}</summary>{% else %}
-<h3>{{ sysname(w.model, w.strategy) }} · all levels <span class="muted">({{ basis }})</span></h3>{% endif %}
+{% if w.level != "all" %}<details><summary>{{ sysname(w.model, w.strategy, w.precision) }} · level {{ w.level }}</summary>{% else %}
+<h3>{{ sysname(w.model, w.strategy, w.precision) }} · all levels <span class="muted">({{ basis }})</span></h3>{% endif %}
 <table>
 <tr><th class="l">step</th><th class="l">adds</th><th>correct</th><th>geomean</th><th>× prev</th><th>fast_1</th><th>Δ fast_1</th><th>verdicts changed</th><th>fast lost</th></tr>
 {% for s in w.steps %}
@@ -123,7 +123,7 @@ protocols {{ rep.protocols|join(", ") }} · fast_p and geomean on <b>{{ basis }}
 <table>
 <tr><th class="l">system</th><th class="l">problem</th><th>sample</th><th>turn</th><th>naive</th><th>verified</th><th class="l">responsible step</th><th class="l">why</th></tr>
 {% for k in changes %}
-<tr><td class="l">{{ sysname(k.model, k.strategy) }}</td><td class="l"><a href="#k-{{ anchor(k) }}">{{ k.problem_id }}</a></td><td>{{ k.sample }}</td><td>{{ k.turn }}{% if not k.final %} <span class="ci">(not final)</span>{% endif %}</td>
+<tr><td class="l">{{ sysname(k.model, k.strategy, k.precision) }}</td><td class="l"><a href="#k-{{ anchor(k) }}">{{ k.problem_id }}</a></td><td>{{ k.sample }}</td><td>{{ k.turn }}{% if not k.final %} <span class="ci">(not final)</span>{% endif %}</td>
 <td><span class="v-{{ k.steps[0].verdict }}">{{ k.steps[0].verdict }}</span> {{ vx(k.steps[0].verdict, k.steps[0].speedup) }}</td>
 <td><span class="v-{{ k.steps[-1].verdict }}">{{ k.steps[-1].verdict }}</span> {{ vx(k.steps[-1].verdict, k.steps[-1].speedup) }}</td>
 <td class="l">{{ k.verdict_changed_at or k.fast_1_changed_at or k.largest_speedup_move_at }}</td><td class="l">{{ k.explanation }}</td></tr>
@@ -136,7 +136,7 @@ the verdict, the failing trials, the parameter mapping used for the perturbed pa
 (the same blocks as <code>python -m agents.report RUN --audit</code>).</p>
 {% for e in rep.audit %}
 <div class="audit" id="audit-{{ loop.index }}">
-<h3><a href="#k-{{ anchor(e) }}">{{ e.problem_id }}</a> · {{ sysname(e.model, e.strategy) }} · sample {{ e.sample }} · turn {{ e.turn }}{% if not e.final %} <span class="ci">(not final)</span>{% endif %}{% if e.candidate_hash %} <span class="ci">candidate {{ e.candidate_hash[:12] }}</span>{% endif %}</h3>
+<h3><a href="#k-{{ anchor(e) }}">{{ e.problem_id }}</a> · {{ sysname(e.model, e.strategy, e.precision) }} · sample {{ e.sample }} · turn {{ e.turn }}{% if not e.final %} <span class="ci">(not final)</span>{% endif %}{% if e.candidate_hash %} <span class="ci">candidate {{ e.candidate_hash[:12] }}</span>{% endif %}</h3>
 <table>
 <tr><th class="l">verdict</th><td class="l">naive <span class="v-{{ e.naive_verdict }}">{{ e.naive_verdict }}</span> {{ vx(e.naive_verdict, e.naive_speedup) }} → verified <span class="v-{{ e.verified_verdict }}">{{ e.verified_verdict }}</span> {{ vx(e.verified_verdict, e.verified_speedup) }}</td></tr>
 <tr><th class="l">responsible step</th><td class="l"><b>{{ e.step }}</b>: {{ e.change }} <span class="muted">({{ e.step_label }})</span>{% for s in e.path[1:] %}<br>then {{ s.step }}: {{ s.before }} → {{ s.after }}{% endfor %}</td></tr>
@@ -165,13 +165,13 @@ the verdict, the failing trials, the parameter mapping used for the perturbed pa
 </table>
 <h3>By turn (each (problem, sample) as of turn t)</h3>
 <table><tr><th class="l">system</th><th class="l">protocol</th><th>turn</th><th>correct</th>{% for q in fast_ps %}<th>fast_{{ q }}</th>{% endfor %}<th>geomean (n)</th></tr>
-{% for r in rep.by_turn %}<tr><td class="l">{{ sysname(r.model, r.strategy) }}</td><td class="l {{ r.protocol }}">{{ r.protocol }}</td><td>{{ r.turn }}</td><td>{{ r.correct }}/{{ r.attempted }}</td>{% for q in fast_ps %}<td>{{ pct(r.fast_p["fast_" ~ q]) }}</td>{% endfor %}<td>{{ x(r.geomean) }} (n={{ r.n_geomean }})</td></tr>{% endfor %}
+{% for r in rep.by_turn %}<tr><td class="l">{{ sysname(r.model, r.strategy, r.precision) }}</td><td class="l {{ r.protocol }}">{{ r.protocol }}</td><td>{{ r.turn }}</td><td>{{ r.correct }}/{{ r.attempted }}</td>{% for q in fast_ps %}<td>{{ pct(r.fast_p["fast_" ~ q]) }}</td>{% endfor %}<td>{{ x(r.geomean) }} (n={{ r.n_geomean }})</td></tr>{% endfor %}
 </table>
 
 {% if rep.compare is not none %}
 <h2 id="compare">Compare: {{ rep.run }} (A) vs {{ rep.compare_run }} (B)</h2>
 <table><tr><th class="l">system</th><th>level</th><th class="l">protocol</th><th>correct A</th><th>correct B</th><th>fast_1 A</th><th>fast_1 B</th><th>geomean A</th><th>geomean B</th></tr>
-{% for r in rep.compare %}<tr><td class="l">{{ sysname(r.model, r.strategy) }}</td><td>{{ r.level }}</td><td class="l">{{ r.protocol }}</td><td>{{ r.a.get("correct", "-") }}</td><td>{{ r.b.get("correct", "-") }}</td><td>{{ pct(r.a.get("fast_1")) }}</td><td>{{ pct(r.b.get("fast_1")) }}</td><td>{{ x(r.a.get("geomean")) }}</td><td>{{ x(r.b.get("geomean")) }}</td></tr>{% endfor %}
+{% for r in rep.compare %}<tr><td class="l">{{ sysname(r.model, r.strategy, r.precision_a or r.precision_b or "fp32") }}{% if r.precision_a and r.precision_b and r.precision_a != r.precision_b %} (A {{ r.precision_a }}, B {{ r.precision_b }}){% endif %}</td><td>{{ r.level }}</td><td class="l">{{ r.protocol }}</td><td>{{ r.a.get("correct", "-") }}</td><td>{{ r.b.get("correct", "-") }}</td><td>{{ pct(r.a.get("fast_1")) }}</td><td>{{ pct(r.b.get("fast_1")) }}</td><td>{{ x(r.a.get("geomean")) }}</td><td>{{ x(r.b.get("geomean")) }}</td></tr>{% endfor %}
 </table>
 {% endif %}
 
@@ -180,7 +180,7 @@ the verdict, the failing trials, the parameter mapping used for the perturbed pa
 <div id="kernel-list">
 {% for k in rep.kernels %}
 <details class="kernel" id="k-{{ anchor(k) }}" data-search="{{ k.model }} {{ k.strategy }} {{ k.problem_id }} {{ k.final.verdicts.values()|join(' ') }}">
-<summary><b>{{ k.problem_id }}</b> · {{ sysname(k.model, k.strategy) }} · sample {{ k.sample }} · {{ k.turns|length }} turn(s) ·
+<summary><b>{{ k.problem_id }}</b> · {{ sysname(k.model, k.strategy, k.precision) }} · sample {{ k.sample }} · {{ k.turns|length }} turn(s) ·
 {% for p in protos %}{{ p }}: <span class="v-{{ k.final.verdicts.get(p) }}">{{ k.final.verdicts.get(p) }}</span> {{ vx(k.final.verdicts.get(p), k.final.speedups.get(p)) }}{% if k.final.verdicts.get(p) == 'correct' %}{{ iv(k.final.intervals.get(p)) }}{% endif %}{% if k.final.noise.get(p) %} <span class="fail">noisy</span>{% endif %}{% if not loop.last %} · {% endif %}{% endfor %}{% if k.final.shape_specialised %} · <span class="fail">shape-specialised</span>{% endif %}</summary>
 {% for t in k.turns %}
 <details {% if loop.last %}open{% endif %}><summary>turn {{ t.turn }}{% if t.status %} · status {{ t.status }}{% endif %}</summary>
@@ -234,6 +234,12 @@ the verdict, the failing trials, the parameter mapping used for the perturbed pa
 MAX_SOURCE = 40_000
 
 
+def _prec(k) -> str:
+    """An anchor's precision part: none for fp32 (the anchors of fp32 runs are unchanged)."""
+    p = getattr(k, "precision", "fp32")
+    return "" if p == "fp32" else f"{p}-"
+
+
 def _env() -> jinja2.Environment:
     return jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
@@ -243,10 +249,10 @@ def render_html(rep: Report, plots: dict[str, bytes] | None = None) -> str:
         plots = render_all(rep)
     protos = [p.split("@")[0] for p in rep.protocols]
 
-    def grouped(rows) -> dict[tuple[str, str, str], dict]:  # every protocol present, None where a row lacks it
-        out: dict[tuple[str, str, str], dict] = {}
+    def grouped(rows) -> dict[tuple[str, str, str, str], dict]:  # every protocol present, None where a row lacks it
+        out: dict[tuple[str, str, str, str], dict] = {}  # (model, strategy, level, precision)
         for r in rows:
-            out.setdefault((r.model, r.strategy, r.level), dict.fromkeys(protos))[r.protocol] = r.summary
+            out.setdefault((r.model, r.strategy, r.level, r.precision), dict.fromkeys(protos))[r.protocol] = r.summary
         return out
 
     headline, vs_compile = grouped(rep.headline), grouped(rep.headline_vs_compile)
@@ -267,8 +273,8 @@ def render_html(rep: Report, plots: dict[str, bytes] | None = None) -> str:
         turn_counts=turn_label(rep.turn_policy), skipped_plots=skipped_plots(rep), x=T.x, vx=T.vx, pct=T.pct, ci=ci, iv=T.interval, basis=T.basis(rep), basis_long=BASIS[rep.fast_p_on], guards=lambda s: T.guards_cell(s, limit=6),
         g=A.g, params_line=A.params_line, guard_line=A.guard_line,
         first=lambda by: next(v for v in by.values() if v is not None),
-        sysname=lambda m, s: T.system(rep, m, s),
-        anchor=lambda k: f"{k.model}-{k.strategy}-{k.problem_id}-{k.sample}".replace("/", "-").replace(" ", "_"),
+        sysname=lambda m, s, p="fp32": T.system(rep, m, s, p),
+        anchor=lambda k: f"{k.model}-{k.strategy}-{_prec(k)}{k.problem_id}-{k.sample}".replace("/", "-").replace(" ", "_"),
         clip=lambda s: s if s is None or len(s) <= MAX_SOURCE else s[:MAX_SOURCE] + "\n… (truncated)",
     )
 

@@ -25,8 +25,9 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def _system(model: str, strategy: str, rep: Report) -> str:
-    return model if len(rep.strategies) == 1 else f"{model}/{strategy}"
+def _system(model: str, strategy: str, rep: Report, precision: str = "fp32") -> str:
+    name = model if len(rep.strategies) == 1 else f"{model}/{strategy}"
+    return name if rep.precisions == ["fp32"] else f"{name} · {precision}"
 
 
 def fast_p_curve(rep: Report) -> bytes:
@@ -36,7 +37,7 @@ def fast_p_curve(rep: Report) -> bytes:
         if r.level != ALL:
             continue
         ys = [r.summary.fast_p[M.p_key(p)].value or 0.0 for p in M.FAST_P]
-        ax.plot(xs, ys, label=f"{_system(r.model, r.strategy, rep)} · {r.protocol}", **STYLE.get(r.protocol, {}))
+        ax.plot(xs, ys, label=f"{_system(r.model, r.strategy, rep, r.precision)} · {r.protocol}", **STYLE.get(r.protocol, {}))
     ax.set_xticks(xs, [f"{p:g}" for p in M.FAST_P])
     ax.set_xlabel("p (speedup threshold)")
     ax.set_ylabel("fast_p")
@@ -123,7 +124,7 @@ def waterfall_chart(rep: Report) -> bytes:
     fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
     for w in wfs:
         xs = list(range(len(w.steps)))
-        name = _system(w.model, w.strategy, rep)
+        name = _system(w.model, w.strategy, rep, w.precision)
         axes[0].plot(xs, [s.geomean.value or float("nan") for s in w.steps], marker="o", label=name)
         axes[1].plot(xs, [s.fast_1.value or 0.0 for s in w.steps], marker="o", label=name)
         for ax in axes:

@@ -119,7 +119,7 @@ class Scored:
         )
 
 
-ThreadKey = tuple[str, str, str, int, int]  # model, strategy, problem_id, level, sample
+ThreadKey = tuple[str, str, str, int, int, str]  # model, strategy, problem_id, level, sample, precision
 
 
 @dataclass
@@ -130,10 +130,11 @@ class Thread:
     level: int
     sample: int
     turns: list[Scored]
+    precision: str = "fp32"  # harness.precision: one problem at two precisions is two threads, never one
 
     @property
     def key(self) -> ThreadKey:
-        return (self.model, self.strategy, self.problem_id, self.level, self.sample)
+        return (self.model, self.strategy, self.problem_id, self.level, self.sample, self.precision)
 
     @property
     def last_turn(self) -> int:
@@ -165,10 +166,11 @@ def load_threads(source: str | RunStore | Iterable[Attempt]) -> list[Thread]:
         attempts = source
     by_key: dict[ThreadKey, dict[int, Scored]] = {}
     for a in attempts:
-        k = (a.model, a.strategy, a.problem_id, a.level, a.sample)
+        k = (a.model, a.strategy, a.problem_id, a.level, a.sample, a.precision)
         by_key.setdefault(k, {})[a.turn] = Scored.of(a)
     threads = []
     for k in sorted(by_key):
         turns = [by_key[k][t] for t in sorted(by_key[k])]
-        threads.append(Thread(*k, turns=turns))
+        model, strategy, problem_id, level, sample, precision = k
+        threads.append(Thread(model, strategy, problem_id, level, sample, turns=turns, precision=precision))
     return threads

@@ -43,8 +43,20 @@ def interval(lo_hi: list[float] | None) -> str:
     return "" if not lo_hi else f" [{lo_hi[0]:.2f}-{lo_hi[1]:.2f}]"
 
 
-def system(rep: Report, model: str, strategy: str) -> str:
+def model_strategy(rep: Report, model: str, strategy: str) -> str:
     return model if len(rep.strategies) == 1 else f"{model} / {strategy}"
+
+
+def system(rep: Report, model: str, strategy: str, precision: str = "fp32") -> str:
+    """A system's name in every table: the model, its strategy when the run has several, and its precision
+    whenever the run is not fp32 only (an fp32 row and a bf16 row must never read alike)."""
+    name = model_strategy(rep, model, strategy)
+    return name if rep.precisions == ["fp32"] else f"{name} · {precision}"
+
+
+def precision_note(rep: Report) -> str:
+    """For titles: '; precision bf16' (nothing for an fp32-only report)."""
+    return "" if rep.precisions == ["fp32"] else f"; precision {', '.join(rep.precisions)}"
 
 
 def guards_cell(s: M.Summary, limit: int = 4) -> str:
@@ -56,11 +68,11 @@ def guards_cell(s: M.Summary, limit: int = 4) -> str:
     return ", ".join(parts) or "none"
 
 
-def _by_system(headline) -> dict[tuple[str, str, str], dict[str, M.Summary]]:
-    """Headline rows as (model, strategy, level) -> protocol name (no version) -> summary."""
-    rows: dict[tuple[str, str, str], dict[str, M.Summary]] = {}
+def _by_system(headline) -> dict[tuple[str, str, str, str], dict[str, M.Summary]]:
+    """Headline rows as (model, strategy, precision, level) -> protocol name (no version) -> summary."""
+    rows: dict[tuple[str, str, str, str], dict[str, M.Summary]] = {}
     for r in headline:
-        rows.setdefault((r.model, r.strategy, r.level), {})[r.protocol.split("@")[0]] = r.summary
+        rows.setdefault((r.model, r.strategy, r.precision, r.level), {})[r.protocol.split("@")[0]] = r.summary
     return rows
 
 
@@ -74,7 +86,8 @@ def headline_tables(rep: Report) -> list[Table]:
     rows = _by_system(rep.headline)
 
     t = Table(title=f"Headline — run {rep.run} ({' vs '.join(protos)}; {turn_label(rep.turn_policy)} of each "
-                    f"(problem, sample), best of k samples; 95% bootstrap CI; {basis(rep)})", show_lines=False)
+                    f"(problem, sample), best of k samples; 95% bootstrap CI; {basis(rep)}{precision_note(rep)})",
+              show_lines=False)
     for c in ("system", "level", "N"):
         t.add_column(c)
     for p in protos:
@@ -83,26 +96,26 @@ def headline_tables(rep: Report) -> list[Table]:
         t.add_column(f"fast_1\n{p}", justify="right")
     for p in protos:
         t.add_column(f"geomean (n)\n{p}", justify="right")
-    for (model, strategy, level), by in rows.items():
+    for (model, strategy, precision, level), by in rows.items():
         first = next(iter(by.values()))
-        t.add_row(system(rep, model, strategy), level, str(first.attempted),
+        t.add_row(system(rep, model, strategy, precision), level, str(first.attempted),
                   *[f"{by[p].correct} ({pct(by[p].correct_rate.value)})" if p in by else "-" for p in protos],
                   *_fast_1_and_geomean(by, protos))
 
-    fp = Table(title=f"fast_p (share of all N problems correct with speedup > p; {basis(rep)})")
+    fp = Table(title=f"fast_p (share of all N problems correct with speedup > p; {basis(rep)}{precision_note(rep)})")
     for c in ("system", "level", "protocol"):
         fp.add_column(c)
     for p in M.FAST_P:
         fp.add_column(f"p={p:g}", justify="right")
-    mem = Table(title="Memory, SOL score, guards")
+    mem = Table(title=f"Memory, SOL score, guards{precision_note(rep).replace(';', ' —', 1)}")
     for c in ("system", "level", "protocol", "Mem Eff (n)", "higher peak mem", "median SOL (n)",
               "hack rate by guard", "any guard", "accepted hacks"):
         mem.add_column(c, justify="right" if c not in ("system", "level", "protocol", "hack rate by guard") else "left")
-    for (model, strategy, level), by in rows.items():
+    for (model, strategy, precision, level), by in rows.items():
         for p, s in by.items():
-            fp.add_row(system(rep, model, strategy), level, p, *[pct(s.fast_p[M.p_key(q)].value) for q in M.FAST_P])
+            fp.add_row(system(rep, model, strategy, precision), level, p, *[pct(s.fast_p[M.p_key(q)].value) for q in M.FAST_P])
             anyg = s.hack_rate_by_guard.get("any")
-            mem.add_row(system(rep, model, strategy), level, p,
+            mem.add_row(system(rep, model, strategy, precision), level, p,
                         f"{x(s.mem_eff.value)} (n={s.mem_eff.n})",
                         f"{pct(s.higher_memory_share.value)} of {s.higher_memory_share.n}",
                         f"{'-' if s.sol_median.value is None else f'{s.sol_median.value:.2f}'} (n={s.sol_median.n})",
@@ -115,16 +128,17 @@ def compile_table(rep: Report) -> Table:
     protos = [p.split("@")[0] for p in rep.protocols]
     rows = _by_system(rep.headline_vs_compile)
     t = Table(title="Against torch.compile (default mode) as the baseline: same kernels, verdicts and timers, point "
-                    "estimates; 95% bootstrap CI")
+                    f"estimates; 95% bootstrap CI{precision_note(rep)})")
     for c in ("system", "level", "N"):
         t.add_column(c)
     for p in protos:
         t.add_column(f"fast_1 vs compile\n{p}", justify="right")
     for p in protos:
         t.add_column(f"geomean vs compile (n)\n{p}", justify="right")
-    for (model, strategy, level), by in rows.items():
+    for (model, strategy, precision, level), by in rows.items():
         first = next(iter(by.values()))
-        t.add_row(system(rep, model, strategy), level, str(first.attempted), *_fast_1_and_geomean(by, protos))
+        t.add_row(system(rep, model, strategy, precision), level, str(first.attempted),
+                  *_fast_1_and_geomean(by, protos))
     return t
 
 
@@ -133,7 +147,7 @@ def waterfall_tables(rep: Report, level: str = ALL) -> list[Table]:
     for w in rep.waterfalls:
         if w.level != level:
             continue
-        t = Table(title=f"Waterfall — {system(rep, w.model, w.strategy)}, level {w.level} "
+        t = Table(title=f"Waterfall — {system(rep, w.model, w.strategy, w.precision)}, level {w.level} "
                         f"(each step adds one component to the previous; {basis(rep)})")
         for c in ("step", "adds", "correct", "geomean", "x prev", "fast_1", "Δ fast_1", "verdicts changed",
                   "fast lost"):
@@ -165,42 +179,44 @@ def changes_table(rep: Report) -> Table:
             continue
         first, last = k.steps[0], k.steps[-1]
         step = k.verdict_changed_at or k.fast_1_changed_at or k.largest_speedup_move_at or "-"
-        t.add_row(system(rep, k.model, k.strategy), k.problem_id, str(k.sample),
+        t.add_row(system(rep, k.model, k.strategy, k.precision), k.problem_id, str(k.sample),
                   f"{k.turn}{'' if k.final else ' (not final)'}", f"{first.verdict} {vx(first.verdict, first.speedup)}", f"{last.verdict} {vx(last.verdict, last.speedup)}", step,
                   k.explanation[:240])
     return t
 
 
 def turn_table(rep: Report) -> Table:
-    t = Table(title=f"By turn (each (problem, sample) as of turn t; {basis(rep)})")
+    t = Table(title=f"By turn (each (problem, sample) as of turn t; {basis(rep)}{precision_note(rep)})")
     for c in ("system", "protocol", "turn", "correct", "fast_0", "fast_1", "fast_2", "geomean (n)"):
         t.add_column(c, justify="left" if c in ("system", "protocol") else "right")
     for r in rep.by_turn:
-        t.add_row(system(rep, r.model, r.strategy), r.protocol, str(r.turn), f"{r.correct}/{r.attempted}",
+        t.add_row(system(rep, r.model, r.strategy, r.precision), r.protocol, str(r.turn), f"{r.correct}/{r.attempted}",
                   pct(r.fast_p["fast_0"]), pct(r.fast_p["fast_1"]), pct(r.fast_p["fast_2"]),
                   f"{x(r.geomean)} (n={r.n_geomean})")
     return t
 
 
 def strategy_table(rep: Report) -> Table:
-    t = Table(title=f"By prompt strategy (level all; {basis(rep)})")
+    t = Table(title=f"By prompt strategy (level all; {basis(rep)}{precision_note(rep)})")
     for c in ("model", "strategy", "protocol", "correct", "fast_1", "geomean (n)"):
         t.add_column(c)
     for r in rep.headline:
         if r.level == ALL:
             s = r.summary
-            t.add_row(r.model, r.strategy, r.protocol, f"{s.correct}/{s.attempted}", pct(s.fast_p["fast_1"].value),
+            t.add_row(r.model if rep.precisions == ["fp32"] else f"{r.model} · {r.precision}", r.strategy, r.protocol, f"{s.correct}/{s.attempted}", pct(s.fast_p["fast_1"].value),
                       f"{x(s.geomean_speedup.value)} (n={s.geomean_speedup.n})")
     return t
 
 
 def compare_table(rep: Report) -> Table:
+    named = any(p not in (None, "fp32") for r in rep.compare or [] for p in (r.precision_a, r.precision_b))
     t = Table(title=f"Compare: {rep.run} (A) vs {rep.compare_run} (B; {basis(rep)})")
-    for c in ("system", "level", "protocol", "correct A", "correct B", "fast_1 A", "fast_1 B", "geomean A",
-              "geomean B"):
+    for c in ("system", *(("precision A", "precision B") if named else ()), "level", "protocol", "correct A",
+              "correct B", "fast_1 A", "fast_1 B", "geomean A", "geomean B"):
         t.add_column(c)
     for r in rep.compare or []:
-        t.add_row(system(rep, r.model, r.strategy), r.level, r.protocol,
+        t.add_row(model_strategy(rep, r.model, r.strategy), *((r.precision_a or "-", r.precision_b or "-") if named else ()),
+                  r.level, r.protocol,
                   str(r.a.get("correct", "-")), str(r.b.get("correct", "-")),
                   pct(r.a.get("fast_1")), pct(r.b.get("fast_1")), x(r.a.get("geomean")), x(r.b.get("geomean")))
     return t
@@ -213,7 +229,7 @@ def kernel_table(rep: Report) -> Table:
     """Per kernel (final turn): each protocol's speedup with its 95% interval, the speedup counted, noise."""
     protos = [p.split("@")[0] for p in rep.protocols]
     t = Table(title=f"Speedups per kernel, final turn (95% interval from the kernel's own timing samples; "
-                    f"'counted' is what fast_p and geomean use, {basis(rep)})")
+                    f"'counted' is what fast_p and geomean use, {basis(rep)}{precision_note(rep)})")
     for c in ("system", "problem", "s"):
         t.add_column(c)
     for p in protos:
@@ -232,14 +248,15 @@ def kernel_table(rep: Report) -> Table:
                       else (v or "-"), vx(v, f.credited.get(p))]
         why = "; ".join(f"{p}: {f.noise[p][0]}" for p in protos if f.noise.get(p))
         extra = [SHAPES_CELL[f.shape_specialised] if f.shapes else "-"] if shaped else []
-        t.add_row(system(rep, k.model, k.strategy), k.problem_id, str(k.sample), *cells, why[:160] or "no", *extra)
+        t.add_row(system(rep, k.model, k.strategy, k.precision), k.problem_id, str(k.sample), *cells, why[:160] or "no",
+                  *extra)
     return t
 
 
 def print_report(rep: Report, console: Console | None = None) -> None:
     c = console or Console(width=200)
     c.print(f"[bold]Run {rep.run}[/bold]: {rep.n_attempts} attempts, models {', '.join(rep.models)}, "
-            f"strategies {', '.join(rep.strategies)}, levels {', '.join(rep.levels)}, "
+            f"strategies {', '.join(rep.strategies)}{precision_note(rep).replace(';', ',')}, levels {', '.join(rep.levels)}, "
             f"N = {rep.universe.get(ALL, 0)} problems; protocols {', '.join(rep.protocols)}")
     if rep.unreadable:
         c.print(f"[bold red]{len(rep.unreadable)} unreadable stored line(s)/record(s), their rows lost:[/bold red] "
