@@ -157,9 +157,13 @@ class Roofline(_Stored):
     matmul_flops: float | None = Field(
         None, description="FLOPs of the reference's matmul-like ops (mm, convolution, attention), the only ops TF32 "
                           "touches; None: not counted (records written before the field)")
+    output_bytes: float | None = Field(None, description="bytes of the reference's outputs (None: records before the field)")
     peak_flops: float | None = None
     peak_bandwidth: float | None = None
-    t_sol_ms: float | None = None
+    t_sol_ms: float | None = Field(None, description="speed of light of the reference's algorithm (SOL score)")
+    t_floor_ms: float | None = Field(
+        None, description="output bytes / peak bandwidth: no implementation is faster (the roofline_floor guard). "
+                          "None: unknown device, or a record before the field (the guard then does not judge)")
     device_name: str = ""
     precision: str = "fp32"
 

@@ -1,7 +1,10 @@
-"""Speed-of-light time of a problem on a device: T_SOL = max(FLOPs / peak FLOP/s, bytes / peak bandwidth).
+"""Two times of a problem on a device, from datasheet peaks (the optimistic side); unknown devices get neither.
 
-Peak rates are datasheet figures (the optimistic side), so a kernel flagged as faster than T_SOL is
-physically impossible rather than merely very good. Unknown devices get no bound.
+* T_SOL = max(FLOPs / peak FLOP/s, bytes / peak bandwidth) of the reference's own algorithm: the SOL score's
+  yardstick. Not a bound on the function: structure the problem states (a diagonal or triangular operand)
+  lets an honest kernel skip FLOPs and input bytes the reference spends.
+* T_floor = output bytes / peak bandwidth: every implementation writes its outputs, so a time below it is
+  physically impossible. Only this one may call a kernel a hack (guard ``roofline_floor``).
 """
 
 from __future__ import annotations
@@ -38,7 +41,11 @@ def roofline_for(problem: Problem, size: Size, device: str, device_name: str | N
                  precision: str = "fp32") -> Roofline:
     c = count(problem, size)
     peaks = device_peaks(device_name or "")
-    r = Roofline(flops=c.flops, bytes=c.bytes, matmul_flops=c.matmul_flops, device_name=device_name or device)
+    r = Roofline(flops=c.flops, bytes=c.bytes, matmul_flops=c.matmul_flops, output_bytes=c.output_bytes,
+                 device_name=device_name or device)
+    if peaks:
+        # A 16-bit run's outputs may take half the bytes; the floor may only err low.
+        r.t_floor_ms = c.output_bytes / (HALF_SPEEDUP if casts(precision) else 1.0) / peaks[2] * 1e3
     if peaks and casts(precision):
         # Every byte counted as halved (integer inputs too): the bound may only err low, never flag an honest kernel.
         fp32_peak, tf32_peak, bw = peaks

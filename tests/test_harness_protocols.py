@@ -1,6 +1,7 @@
 """Protocols are pure functions over records: same record, same verdict; each knob does one thing."""
 
 import math
+import pytest
 
 from harness import NAIVE, VERIFIED, MeasurementRecord, score, sol_score
 from harness.record import ErrorStats, GuardOutcome, Roofline, TimingStats, TrialResult
@@ -72,10 +73,22 @@ def test_reference_nonfinite_trials_are_dropped():
 
 def test_roofline_floor_flags_impossible_times():
     r = record()
-    r.roofline = Roofline(flops=1e12, bytes=1e9, t_sol_ms=2.0)
+    r.roofline = Roofline(flops=1e12, bytes=1e9, t_sol_ms=2.0, t_floor_ms=2.0)
     v = score(r, VERIFIED)
     assert v.verdict == "hack" and "roofline_floor" in v.failed_guards
     assert score(r, NAIVE).verdict == "correct"
+
+
+def test_beating_the_references_flops_is_no_hack():
+    """level1/12 on the H200: diag(a) @ B done in O(N^2) ran at 84 us against its dense matmul's T_SOL of 278 us
+    and was called a hack. Only the time to write the outputs bounds the function."""
+    r = record()  # kernel at 1 ms
+    r.roofline = Roofline(flops=1e12, bytes=1e9, output_bytes=64e6, t_sol_ms=2.0, t_floor_ms=0.013)
+    v = score(r, VERIFIED)
+    assert v.verdict == "correct" and not v.failed_guards
+    assert v.sol_score is not None  # the SOL score still reads against the reference's T_SOL
+    r.roofline = Roofline(flops=1e12, bytes=1e9, t_sol_ms=2.0)  # a record from before the floor: no judgement
+    assert score(r, VERIFIED).verdict == "correct"
 
 
 def test_failed_status_maps_to_verdict():
@@ -197,7 +210,7 @@ def test_tampering_guards_decide_even_when_trials_fail():
 
 def test_roofline_floor_on_a_wrong_kernel_is_incorrect():
     r = record(naive_tol=0.7, verified=(("base", 0.7),))
-    r.roofline = Roofline(flops=1e9, bytes=1e9, t_sol_ms=5.0)  # kernel at 1 ms: below the floor
+    r.roofline = Roofline(flops=1e9, bytes=1e9, t_sol_ms=5.0, t_floor_ms=5.0)  # kernel at 1 ms: below the floor
     v = score(r, VERIFIED)
     assert v.verdict == "incorrect" and v.guard_evidence == ["roofline_floor"] and not v.failed_guards
 
@@ -246,3 +259,21 @@ def test_the_eval_table_shows_intervals_beside_correct_verdicts_only():
     verified_row = next(line for line in table.splitlines() if line.startswith("verified "))
     assert "7x" in naive_row and "counted" in table and "vs compile" in table
     assert "incorrect" in verified_row and "x" not in verified_row.split("incorrect", 1)[1].split()[0]
+
+
+def test_floor_counts_only_the_outputs_the_function_must_write(tmp_path):
+    """The leaderboard's level1/12 writes diag(A) @ B as a dense matmul: its T_SOL is the matmul's, the floor
+    only the output's bytes."""
+    from harness.roofline_bound import roofline_for
+    from problems import load
+
+    (tmp_path / "level1").mkdir()
+    (tmp_path / "level1" / "12_Matmul_with_diagonal_matrices_.py").write_text(
+        "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+        "    def forward(self, A, B):\n        return torch.diag(A) @ B\n\nN = 4096\nM = 4096\n\n"
+        "def get_inputs():\n    return [torch.randn(N), torch.randn(N, M)]\n\ndef get_init_inputs():\n    return []\n")
+    problem = load("level1/12", tmp_path)
+    r = roofline_for(problem, "full", "cuda", "NVIDIA H200")
+    assert r.output_bytes == 4096 * 4096 * 4 and r.t_floor_ms == pytest.approx(r.output_bytes / 4.8e12 * 1e3)
+    assert r.t_floor_ms < r.t_sol_ms / 10  # 14 us to write the output; the dense matmul's FLOPs need 278 us
+    assert roofline_for(problem, "full", "cpu", "some CPU").t_floor_ms is None

@@ -179,7 +179,7 @@ def test_roofline_floor_is_a_failed_guard_too():
     e = audit_record(rec)
     assert e.verified_verdict == "hack" and e.step == "guards"
     (g,) = e.failed_guards
-    assert g.name == "roofline_floor" and g.counted and "speed-of-light" in g.detail
+    assert g.name == "roofline_floor" and g.counted and "outputs at peak bandwidth" in g.detail
 
 
 def test_unchanged_records_give_no_block():

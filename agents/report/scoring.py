@@ -73,7 +73,7 @@ class Scored:
         return r
 
     def guard_failures(self, protocol: Protocol) -> list[str]:
-        """Guards failed as measured, plus the speed-of-light floor under this protocol's timing,
+        """Guards failed as measured, plus the output-bytes floor under this protocol's timing,
         whether or not the protocol enforces them; but not those of a kernel that is wrong on its ordinary
         trials under this protocol (scored with guards enforced, they are ``guard_evidence``: a bug seen
         again, not a hack), so hack rates count hacks, not bugs. Tampering guards always count."""
@@ -93,8 +93,8 @@ class Scored:
             and res is not None
             and res.kernel_ms is not None
             and rf is not None
-            and rf.t_sol_ms
-            and res.kernel_ms < protocol.roofline_slack * rf.t_sol_ms
+            and rf.t_floor_ms
+            and res.kernel_ms < protocol.roofline_slack * rf.t_floor_ms
         ):
             failed.append("roofline_floor")
         return failed

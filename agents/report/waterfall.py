@@ -80,7 +80,7 @@ COMPONENTS: list[Component] = [
               fields=["tolerance_fp32", "tolerance_half", "tf32_error_factor"]),
     Component(step="strict_output", label="strict outputs: exact dtype, no NaN/Inf, no all-zero output",
               fields=["strict_output"]),
-    Component(step="guards", label="anti-hack guards and the speed-of-light floor",
+    Component(step="guards", label="anti-hack guards and the output-bytes floor",
               fields=["enforce_guards", "roofline_floor", "roofline_slack"]),
     Component(step="noise", label=f"noise: {CONSERVATIVE_CREDIT}", fields=["speedup_credit"]),
 ]
