@@ -16,7 +16,7 @@ from .adversarial import ADVERSARIAL
 from .adversarial import NAMES as ADVERSARIAL_NAMES
 from .applicability import tf32_applies
 from .guard_registry import CONSISTENCY_GUARDS, TAMPERING_GUARDS, severity
-from .intervals import noise_reasons, ratio_interval
+from .intervals import between_runs, noise_reasons, ratio_interval
 from .precision import is_half
 from .reasons import error_summary
 from .record import MeasurementRecord, TimingStats, TrialResult
@@ -373,7 +373,8 @@ def _interval(record: MeasurementRecord, p: Protocol, kernel: TimingStats | None
     """The speedup's interval, whether it is noisy, and the speedup the protocol credits."""
     iv = ratio_interval(kernel, baseline, p.statistic, paired=p.timing == "verified")
     if iv is not None:
-        res.speedup_low, res.speedup_high, res.interval_method = iv.low, iv.high, iv.method
+        wide = between_runs(iv, record.device)
+        res.speedup_low, res.speedup_high, res.interval_method = wide.low, wide.high, wide.method
     res.noise = noise_reasons(kernel, baseline, iv)
     res.noisy = bool(res.noise)
     credited = res.speedup
