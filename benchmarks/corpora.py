@@ -98,8 +98,8 @@ def cudal1(src: Source, out: Path, gpu: str = "h100", manifest: Path = MANIFEST)
     skipped = [r for r in skipped if r["model"] != model]
     for r in rows:
         level, number, code = int(r["level_id"]), int(r["task_id"]), r.get("custom_code")
-        if not code:
-            continue  # the authors' note: no kernel faster than the reference, or the reference copied
+        if not code or code.strip() == "None":
+            continue  # the authors' note: no kernel faster than the reference, or the reference copied (some say "None")
         pdir = out / "problems" / f"level{level}"
         pdir.mkdir(parents=True, exist_ok=True)
         existing = sorted(pdir.glob(f"{number}_*.py"))

@@ -1,0 +1,163 @@
+"""Issue 18's fidelity tables: how the harness judged published LLM kernels, kernel by kernel, next to what their
+authors reported.
+
+    python benchmarks/fidelity.py RUN_DIR CORPUS/reported.json --classification FILE.json --out DIR
+
+RUN_DIR is a sweep over ``replay:`` folders laid out by benchmarks/corpora.py (full_size_sweep.py keeps it).
+For every kernel: naive and verified verdicts and speedups as recorded, the verdicts re-scored by this checkout
+(scoring fixes apply to stored records; guard outcomes are measured, so a fix inside a guard needs a new run),
+and the authors' speedup. Then:
+
+* every kernel naive calls correct and verified rejects, with the responsible step and reasons, and its class from
+  ``--classification`` (``{"MODEL level/N sample": {"class": "true hack|true bug|harness error", "why": ...}}``,
+  written by reading each kernel); unclassified ones are listed as such;
+* the rank correlation (Spearman) of the naive speedups with the authors', per GPU the authors measured on.
+
+Writes fidelity.md / fidelity.json under --out.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from _results import write_results
+
+ROOT = Path(__file__).resolve().parent.parent
+CLASSES = ("true hack", "true bug", "harness error")
+
+
+def spearman(xs: list[float], ys: list[float]) -> float | None:
+    """Spearman's rho (Pearson on average ranks); None below three pairs or with a constant side."""
+    if len(xs) < 3:
+        return None
+
+    def ranks(v: list[float]) -> list[float]:
+        order = sorted(range(len(v)), key=v.__getitem__)
+        r = [0.0] * len(v)
+        i = 0
+        while i < len(order):
+            j = i
+            while j + 1 < len(order) and v[order[j + 1]] == v[order[i]]:
+                j += 1
+            for k in range(i, j + 1):
+                r[order[k]] = (i + j) / 2 + 1
+            i = j + 1
+        return r
+
+    rx, ry = ranks(xs), ranks(ys)
+    mx, my = sum(rx) / len(rx), sum(ry) / len(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
+    vx, vy = sum((a - mx) ** 2 for a in rx), sum((b - my) ** 2 for b in ry)
+    return cov / (vx * vy) ** 0.5 if vx > 0 and vy > 0 else None
+
+
+def kernel_key(model: str, level: int, number: int, sample: int) -> str:
+    return f"{model} level{level}/{number} s{sample}"
+
+
+def rows_of(run_dir: Path, reported: list[dict]) -> list[dict]:
+    from agents.report.audit import audit_record
+    from harness.protocols import score
+    from harness.record import MeasurementRecord
+
+    authors = {(r["model"], r["level"], r["number"], r["sample"]): r for r in reported}
+    rows = []
+    for line in (run_dir / "attempts.jsonl").read_text().splitlines():
+        try:
+            a = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn last line of a stopped sweep
+        model = a["model_id"].split(":", 1)[-1]
+        key = (model, a["level"], a["number"], a["sample"])
+        res = a.get("results") or {}
+        row = {"key": kernel_key(*key), "model": model, "problem": a["problem_id"], "level": a["level"],
+               "number": a["number"], "sample": a["sample"],
+               "reported": (authors.get(key) or {}).get("speedup"), "gpu": (authors.get(key) or {}).get("gpu")}
+        for proto in ("naive", "verified"):
+            r = res.get(proto) or {}
+            row[f"{proto}_recorded"] = r.get("verdict") or a.get("feedback_kind") or "no kernel"
+            row[f"{proto}_speedup"] = r.get("speedup")
+        row["step"], row["reasons"] = None, []
+        if a.get("record"):
+            rec = MeasurementRecord.model_validate(a["record"])
+            for proto in ("naive", "verified"):
+                row[f"{proto}_now"] = score(rec, proto).verdict
+            entry = audit_record(rec)
+            if entry is not None:
+                row["step"] = entry.step
+            row["reasons"] = (res.get("verified") or {}).get("reasons") or []
+        else:
+            row["naive_now"], row["verified_now"] = row["naive_recorded"], row["verified_recorded"]
+        rows.append(row)
+    return rows
+
+
+def _x(v: float | None) -> str:
+    return "-" if v is None else f"{v:.2f}x"
+
+
+def render(rows: list[dict], classification: dict, settings: str) -> tuple[str, dict]:
+    rejected = [r for r in rows if r["naive_recorded"] == "correct" and r["verified_recorded"] != "correct"]
+    classes = Counter((classification.get(r["key"]) or {}).get("class", "unclassified") for r in rejected)
+    by_gpu: dict[str, tuple[list[float], list[float]]] = {}
+    for r in rows:
+        if r["naive_recorded"] == "correct" and r["naive_speedup"] and r["reported"]:
+            xs, ys = by_gpu.setdefault(r["gpu"] or "?", ([], []))
+            xs.append(r["naive_speedup"])
+            ys.append(r["reported"])
+    rho = {g: {"n": len(xs), "spearman": spearman(xs, ys)} for g, (xs, ys) in by_gpu.items()}
+    sources = Counter(r["model"] for r in rows)
+    out = [f"Fidelity: {len(rows)} published kernels replayed ({settings})", "",
+           "| source | kernels | naive correct | verified correct | naive correct, verified not |", "|---|---|---|---|---|"]
+    for m in sorted(sources):
+        rs = [r for r in rows if r["model"] == m]
+        out.append(f"| {m} | {len(rs)} | {sum(r['naive_recorded'] == 'correct' for r in rs)} | "
+                   f"{sum(r['verified_recorded'] == 'correct' for r in rs)} | "
+                   f"{sum(r in rejected for r in rs)} |")
+    out += ["", "Naive correct, verified not, by class (read kernel by kernel): "
+            + ", ".join(f"{k} {v}" for k, v in sorted(classes.items())), ""]
+    out += ["| kernel | verified (recorded -> now) | step | class | why |", "|---|---|---|---|---|"]
+    for r in rejected:
+        c = classification.get(r["key"]) or {}
+        out.append(f"| {r['key']} | {r['verified_recorded']} -> {r.get('verified_now')} | {r['step'] or '-'} | "
+                   f"{c.get('class', 'unclassified')} | {c.get('why', '; '.join(r['reasons'])[:200])} |")
+    out += ["", "Rank correlation of the naive speedups with the authors' (kernels naive calls correct):", ""]
+    out += [f"- authors' GPU {g}: Spearman {v['spearman']:.2f} over {v['n']} kernels" if v["spearman"] is not None
+            else f"- authors' GPU {g}: {v['n']} kernels, too few" for g, v in sorted(rho.items())]
+    out += ["", "Per kernel:", "",
+            "| kernel | problem | naive | naive speedup | verified | verified speedup | now naive / verified | authors |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in sorted(rows, key=lambda r: (r["level"], r["number"], r["model"], r["sample"])):
+        out.append(f"| {r['key']} | {r['problem']} | {r['naive_recorded']} | {_x(r['naive_speedup'])} | "
+                   f"{r['verified_recorded']} | {_x(r['verified_speedup'])} | {r.get('naive_now')} / "
+                   f"{r.get('verified_now')} | {_x(r['reported'])} {r['gpu'] or ''} |")
+    data = {"settings": settings, "kernels": len(rows), "classes": dict(classes), "spearman": rho, "rows": rows}
+    return "\n".join(out), data
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run_dir", type=Path)
+    ap.add_argument("reported", type=Path, help="reported.json of benchmarks/corpora.py")
+    ap.add_argument("--classification", type=Path, help="JSON: kernel key -> {class, why}")
+    ap.add_argument("--settings", default="", help="what the run was, for the heading")
+    ap.add_argument("--out", type=Path, default=Path("results"))
+    ap.add_argument("--name", default="fidelity")
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    classification = json.loads(args.classification.read_text()) if args.classification else {}
+    bad = {k: v.get("class") for k, v in classification.items() if v.get("class") not in CLASSES}
+    if bad:
+        raise SystemExit(f"classes must be one of {CLASSES}: {bad}")
+    rows = rows_of(args.run_dir, json.loads(args.reported.read_text()))
+    text, data = render(rows, classification, args.settings)
+    write_results(args.out, args.name, text, data)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
