@@ -55,10 +55,18 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
         --budget-s "${REPRO_BUDGET_S:-780}" --cache-dir /tmp/kv-repro --out "$R" ;;
     judge_full_size) step judge_full_size python3 benchmarks/judge_full_size.py \
         --also level1/40_LayerNorm,level1/1_Square_matrix_multiplication_ ;;
-    # Issue 17's acceptance run: one sweep process over >= 100 recorded real kernels at full size. CORPUS is a
-    # folder laid out by benchmarks/corpora.py (carried to the machine: it is never committed).
-    full_size_sweep) step full_size_sweep python3 benchmarks/full_size_sweep.py --replay "${CORPUS:?}/replay/${CORPUS_MODEL:-gpt-o1}" \
-        --problems-dir "$CORPUS/problems" --limit "${SWEEP_LIMIT:-100}" --deadline-s "${SWEEP_DEADLINE_S:-1500}" --out "$R" ;;
+    # Issues 17/18: one sweep process over the recorded real kernels at full size (every model folder of CORPUS, a
+    # folder laid out by benchmarks/corpora.py and carried to the machine: it is never committed), then the
+    # fidelity tables. The settings of the 2026-12-01 run: verified timing 1 s per subject, compile baseline off.
+    full_size_sweep) step full_size_sweep python3 benchmarks/full_size_sweep.py \
+        --replay "$(ls -d "${CORPUS:?}"/replay/* | paste -sd,)" --problems-dir "$CORPUS/problems" \
+        --limit "${SWEEP_LIMIT:-0}" --deadline-s "${SWEEP_DEADLINE_S:-1500}" --out "$R" \
+        --eval-set verified_seconds_per_subject=1.0 --eval-set compile_baseline=false --eval-set max_judges=8 \
+        --eval-set eval_timeout_s=120 --eval-set reference_timeout_s=300 --eval-set build_timeout_s=300
+        step fidelity python3 benchmarks/fidelity.py "$R/run" "$CORPUS/reported.json" \
+        --classification benchmarks/results/h200_fidelity_classification.json --out "$R" ;;
+    handover) step handover python3 benchmarks/handover.py --problems 1/7,1/9 --problems-dir "${CORPUS:?}/problems" \
+        --reps 2 --out "$R" ;;
     *) echo "unknown step $name" >>"$R/steps.log" ;;
     esac
 done

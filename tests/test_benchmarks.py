@@ -179,3 +179,45 @@ def test_full_size_sweep_reads_verdicts_and_survives_a_torn_line(tmp_path):
     run = read_run(tmp_path)
     assert run["attempts"] == 2 and run["harness_errors"] == 1
     assert run["verdicts"] == {"naive": {"correct": 2}, "verified": {"hack": 1, "correct": 1}}
+
+
+def test_cudal1_corpus_shares_the_problems_folder_and_leaves_out_what_differs(tmp_path):
+    from corpora import Source, cudal1
+
+    src = tmp_path / "l1"
+    (src / "optimized_cuda_code").mkdir(parents=True)
+    entries = [
+        {"level_id": 1, "task_id": 19, "ref_code": "# relu\n", "custom_code": "# fast relu\n", "score_default": 2.0,
+         "score_torch_compile_default": 1.5},
+        {"level_id": 1, "task_id": 20, "ref_code": "# leaky, their version\n", "custom_code": "# k\n", "score_default": 1.1},
+        {"level_id": 1, "task_id": 21, "ref_code": "# sigmoid\n", "custom_code": "None", "score_default": None},
+        {"level_id": 1, "task_id": 22, "ref_code": "# tanh\n", "custom_code": None, "score_default": None},
+    ]
+    (src / "optimized_cuda_code" / "h100.json").write_text("\n".join(json.dumps(e) for e in entries) + "\n")
+    out = tmp_path / "out"
+    (out / "problems" / "level1").mkdir(parents=True)
+    (out / "problems" / "level1" / "19_ReLU.py").write_text("# relu\n")  # laid out by `leaderboard` before
+    (out / "problems" / "level1" / "20_LeakyReLU.py").write_text("# leaky, another version\n")
+    assert cudal1(Source(src), out) == {"kernels": 1, "skipped": 1, "model": "cuda-l1-h100"}
+    assert (out / "replay" / "cuda-l1-h100" / "level_1_problem_19_sample_0_kernel.py").read_text() == "# fast relu\n"
+    assert not (out / "replay" / "cuda-l1-h100" / "level_1_problem_20_sample_0_kernel.py").exists()
+    (r,) = json.loads((out / "reported.json").read_text())
+    assert (r["problem"], r["speedup"], r["speedup_vs_compile"], r["gpu"]) == ("level1/19_ReLU", 2.0, 1.5, "H100")
+    assert json.loads((out / "skipped.json").read_text())[0]["number"] == 20
+
+
+def test_fidelity_ranks_and_classifies(tmp_path):
+    from fidelity import render, spearman
+
+    assert spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert spearman([1, 2], [1, 2]) is None and spearman([1, 1, 1], [1, 2, 3]) is None
+    row = {"model": "m", "level": 1, "number": 4, "sample": 0, "problem": "level1/4_x", "gpu": "L40S",
+           "naive_speedup": 1.2, "verified_speedup": None, "step": "tolerance", "reasons": ["x3: max abs error"]}
+    rows = [dict(row, key="m level1/4 s0", naive_recorded="correct", verified_recorded="incorrect", reported=1.0),
+            dict(row, key="m level1/5 s0", number=5, naive_recorded="correct", verified_recorded="correct", reported=2.0),
+            dict(row, key="m level1/6 s0", number=6, naive_recorded="correct", verified_recorded="hack", reported=3.0)]
+    text, data = render(rows, {"m level1/4 s0": {"class": "true bug", "why": "fp32 sum"}}, "test")
+    assert data["classes"] == {"true bug": 1, "unclassified": 1}
+    assert "| m level1/4 s0 | incorrect -> None | tolerance | true bug | fp32 sum |" in text
+    assert data["spearman"]["L40S"]["n"] == 3
