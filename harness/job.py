@@ -108,6 +108,9 @@ class JobSpec(BaseModel):
     perturb_seed: int = 0
     work_dir: str = ""
     extensions_dir: str = ""
+    read_only_dirs: list[str] = Field(
+        default_factory=list, description="shared folders (build caches, the evaluator's temporary root) the contained "
+                                          "candidate process sees read-only, but for its own work and extensions folders")
     settings: EvalSettings = Field(default_factory=EvalSettings)
     result_fd: int = -1
     judge_fd: int = -1

@@ -465,7 +465,8 @@ class Evaluator:
         # The candidate's job holds no seed, no perturbation and no expected output: those stay in the judge.
         job = self._base_job(problem).model_copy(update=dict(
             candidate_source=source, candidate_hash=record.candidate_hash, work_dir=str(slot.work),
-            extensions_dir=str(ext), result_fd=slot.write_fd, judge_fd=slot.cand_sock.fileno(), nonce=nonce))
+            extensions_dir=str(ext), result_fd=slot.write_fd, judge_fd=slot.cand_sock.fileno(), nonce=nonce,
+            read_only_dirs=[str(d) for d in (self.cache_dir, self._tmp_root, object_cache_dir(), pch_dir()) if d]))
         job_line = (job.model_dump_json() + "\n").encode()  # through the worker's stdin, never a file
         try:
             judge.conn.send("serve", fds=[slot.judge_sock.fileno()])

@@ -593,6 +593,12 @@ def wait_for_job() -> JobSpec | None:
     job = JobSpec.model_validate_json(line)
     if job.extensions_dir:
         os.environ["TORCH_EXTENSIONS_DIR"] = job.extensions_dir
+    if job.read_only_dirs and os.environ.get("KV_CONTAINMENT") == "pidns":  # a mount namespace of its own
+        from .mounts import protect
+
+        why = protect(job.read_only_dirs, [job.work_dir, job.extensions_dir])
+        if why:
+            print(f"kernelverify: shared folders left writable: {why}", file=sys.stderr)
     return job
 
 

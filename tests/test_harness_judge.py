@@ -151,6 +151,43 @@ class ModelNew(nn.Module):
 
 
 # -- containment ------------------------------------------------------------------------------------------
+def test_shared_folders_are_read_only_to_the_candidate_but_its_own(ev, tmp_path):
+    """A pool's candidates share the build cache and the evaluator's temporary root: a candidate that could
+    overwrite another source's built extension or another evaluation's files could change their verdicts."""
+    victim_ext = Path(ev.cache_dir) / "extensions" / "victim"
+    victim_ext.mkdir(parents=True, exist_ok=True)
+    (victim_ext / "victim.so").write_bytes(b"real extension")
+    victim_work = Path(ev._tmp_root) / "victim-work"
+    victim_work.mkdir(exist_ok=True)
+    report = tmp_path / "report.json"
+    src = f"""
+import json, os, torch, torch.nn as nn
+got = {{}}
+for name, path in (("other_extension", {str(victim_ext / "victim.so")!r}),
+                   ("other_work", {str(victim_work / "planted.txt")!r}),
+                   ("own_work", os.path.join(os.getcwd(), "scratch.txt")),
+                   ("own_extensions", os.path.join(os.environ["TORCH_EXTENSIONS_DIR"], "scratch.txt"))):
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "wb") as f:
+            f.write(b"poison")
+        got[name] = "written"
+    except OSError as exc:
+        got[name] = exc.strerror
+json.dump(got, open({str(report)!r}, "w"))
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+    r = ev.evaluate(src, RELU)
+    assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
+    got = json.loads(report.read_text())
+    assert got == {"other_extension": "Read-only file system", "other_work": "Read-only file system",
+                   "own_work": "written", "own_extensions": "written"}, got
+    assert (victim_ext / "victim.so").read_bytes() == b"real extension"
+    assert not (victim_work / "planted.txt").exists()
+
+
 def test_a_setsid_double_fork_does_not_outlive_the_evaluation(ev, tmp_path):
     marker = tmp_path / "alive.txt"
     src = f"""
