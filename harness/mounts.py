@@ -17,12 +17,22 @@ MS_RDONLY = 1
 MS_REMOUNT = 32
 MS_BIND = 4096
 MS_REC = 0x4000
+MS_PRIVATE = 1 << 18
+CLONE_NEWNS = 0x00020000
 
 
 def _mount(libc, target: str, flags: int, source: str | None = None) -> None:
     if libc.mount(source.encode() if source else None, target.encode(), None, flags, None) != 0:
         err = ctypes.get_errno()
         raise OSError(err, f"mount {target}: {os.strerror(err)}")
+
+
+def private_namespace() -> bool:
+    """Move this process into a mount namespace of its own whose mounts do not propagate back (root only)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(CLONE_NEWNS) != 0:
+        return False
+    return libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0
 
 
 def _under(path: Path, root: Path) -> bool:
@@ -39,6 +49,7 @@ def protect(read_only: list[str], writable: list[str]) -> str | None:
     roots = sorted({Path(os.path.realpath(r)) for r in read_only if r and os.path.isdir(r)}, key=lambda p: len(p.parts))
     roots = [r for i, r in enumerate(roots) if not any(_under(r, o) for o in roots[:i])]  # nested: the outer one
     keep = [Path(os.path.realpath(w)) for w in writable if w and os.path.isdir(w)]
+    roots = [r for r in roots if not any(_under(r, w) for w in keep)]  # a folder named both stays writable
     try:
         for w in keep:
             if any(_under(w, r) for r in roots):

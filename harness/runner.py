@@ -247,6 +247,11 @@ class Evaluator:
             _clear_torch_batons(ext)
             return self._build_locked(source, ext, marker)
 
+    def _shared_dirs(self) -> list[str]:
+        """Folders every candidate of this evaluator shares: its build cache, the machine-wide compile caches and
+        its temporary root. Processes that run candidate code see them read-only but for their own parts."""
+        return [str(d) for d in (self.cache_dir, self._tmp_root, object_cache_dir(), pch_dir()) if d]
+
     def build_many(self, sources: list[str], workers: int | None = None) -> list[BuildResult]:
         """``build`` every source at once on the host's cores (``workers`` threads, default the CPUs
         this process may use), in order; for scripts that compile everything before anything is timed."""
@@ -263,9 +268,16 @@ class Evaluator:
         src_path.write_text(source)
         env = _child_env(ext, self.device, self.gpu_index)
         env["KV_PCH_TIMEOUT_S"] = str(self.settings.build_timeout_s / 3)
+        # The build imports the candidate: its top-level code may write only this source's extensions folder, its
+        # build folder and the machine-wide compile caches, not other sources' extensions or evaluations' files.
+        caches = [d for d in (object_cache_dir(), pch_dir()) if d]
+        for d in (ext, *caches):  # made now: only a folder that exists can stay writable in the read-only view
+            d.mkdir(parents=True, exist_ok=True)
+        caches = [str(d) for d in caches]
         res = run_module("harness.build", [str(src_path)], cwd=work, env=env,
                          timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes,
-                         niceness=self.settings.build_niceness)
+                         niceness=self.settings.build_niceness,
+                         read_only=(self._shared_dirs(), [str(ext), str(work), *caches]))
         shutil.rmtree(work, ignore_errors=True)
         if res.timed_out:
             return BuildResult(False, res.seconds, f"build exceeded {self.settings.build_timeout_s:.0f} s", False, True)
@@ -460,13 +472,14 @@ class Evaluator:
                       ext: Path) -> None:
         spare = self._take_spare()
         slot = spare.slot if spare is not None else self._new_slot()
+        ext.mkdir(parents=True, exist_ok=True)  # writable in the candidate's read-only view of the cache
         record.worker_prespawned = spare is not None
         nonce = secrets.token_hex(16)
         # The candidate's job holds no seed, no perturbation and no expected output: those stay in the judge.
         job = self._base_job(problem).model_copy(update=dict(
             candidate_source=source, candidate_hash=record.candidate_hash, work_dir=str(slot.work),
             extensions_dir=str(ext), result_fd=slot.write_fd, judge_fd=slot.cand_sock.fileno(), nonce=nonce,
-            read_only_dirs=[str(d) for d in (self.cache_dir, self._tmp_root, object_cache_dir(), pch_dir()) if d]))
+            read_only_dirs=self._shared_dirs()))
         job_line = (job.model_dump_json() + "\n").encode()  # through the worker's stdin, never a file
         try:
             judge.conn.send("serve", fds=[slot.judge_sock.fileno()])

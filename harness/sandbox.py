@@ -46,7 +46,8 @@ def _die_with_parent() -> None:
         pass
 
 
-def _preexec(max_file_bytes: int, isolate_network: bool, niceness: int = 0, die_with_parent: bool = True):
+def _preexec(max_file_bytes: int, isolate_network: bool, niceness: int = 0, die_with_parent: bool = True,
+             read_only: tuple[list[str], list[str]] | None = None):
     def run() -> None:
         if die_with_parent:
             _die_with_parent()
@@ -62,7 +63,19 @@ def _preexec(max_file_bytes: int, isolate_network: bool, niceness: int = 0, die_
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if isolate_network:
             _try_unshare_network()
+        if read_only is not None:
+            _read_only_view(*read_only)
     return run
+
+
+def _read_only_view(read_only: list[str], writable: list[str]) -> None:
+    """A mount namespace of its own (no pid namespace: a detached PCH maker must outlive a build) in which
+    ``read_only`` folders are read-only but for ``writable`` ones (``harness.mounts``). Without the privilege
+    for it (not root) the folders stay as they are."""
+    from .mounts import private_namespace, protect
+
+    if private_namespace():
+        protect(read_only, writable)
 
 
 @dataclass
@@ -118,12 +131,14 @@ class Child:
 
 def spawn_module(module: str, args: list[str], *, cwd: Path, env: dict[str, str], max_file_bytes: int,
                  isolate_network: bool = True, pass_fds: tuple[int, ...] = (), stdin_pipe: bool = False,
-                 niceness: int = 0, contain: bool = False, die_with_parent: bool = True) -> Child:
+                 niceness: int = 0, contain: bool = False, die_with_parent: bool = True,
+                 read_only: tuple[list[str], list[str]] | None = None) -> Child:
     """Start ``python -m module args`` sandboxed and return at once. With ``stdin_pipe`` the parent
     can write to its stdin (a pre-started worker waits there for its job). ``niceness`` lowers its
     CPU priority (and its children's: compilers) below the evaluator's other processes. ``contain``
     runs it through ``harness.contain`` (candidate code: its descendants end with it, it cannot reach
-    this process)."""
+    this process). ``read_only``: (folders, the writable ones under them) for a process that runs candidate
+    code uncontained (a build imports the candidate)."""
     out_path, err_path = cwd / f"{module}.stdout", cwd / f"{module}.stderr"
     argv = [sys.executable, "-m", module, *args]
     if contain:
@@ -134,7 +149,8 @@ def spawn_module(module: str, args: list[str], *, cwd: Path, env: dict[str, str]
         proc = subprocess.Popen(
             argv, cwd=cwd, env=env, stdout=out, stderr=err,
             stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL, start_new_session=True,
-            pass_fds=pass_fds, preexec_fn=_preexec(max_file_bytes, isolate_network, niceness, die_with_parent),
+            pass_fds=pass_fds, preexec_fn=_preexec(max_file_bytes, isolate_network, niceness, die_with_parent,
+                                                   read_only),
         )
     return Child(proc, out_path, err_path, time.perf_counter())
 
@@ -214,8 +230,10 @@ def wait_child(child: Child, timeout_s: float, on_start=None, started: float | N
 
 def run_module(module: str, args: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
                max_file_bytes: int, isolate_network: bool = True, pass_fds: tuple[int, ...] = (),
-               on_start=None, niceness: int = 0, contain: bool = False, memory_cap: int | None = None) -> ChildResult:
+               on_start=None, niceness: int = 0, contain: bool = False, memory_cap: int | None = None,
+               read_only: tuple[list[str], list[str]] | None = None) -> ChildResult:
     """Run ``python -m module args`` sandboxed; ``on_start(proc)`` may read pipes while it runs."""
     child = spawn_module(module, args, cwd=cwd, env=env, max_file_bytes=max_file_bytes,
-                         isolate_network=isolate_network, pass_fds=pass_fds, niceness=niceness, contain=contain)
+                         isolate_network=isolate_network, pass_fds=pass_fds, niceness=niceness, contain=contain,
+                         read_only=read_only)
     return wait_child(child, timeout_s, on_start, memory_cap=memory_cap)

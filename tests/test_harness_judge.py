@@ -151,6 +151,36 @@ class ModelNew(nn.Module):
 
 
 # -- containment ------------------------------------------------------------------------------------------
+def test_a_builds_import_time_code_cannot_poison_another_sources_extension(tmp_path):
+    """The build process imports the candidate, so its top-level code runs there, outside the candidate's
+    container: it may write its own extensions folder and the compile caches, not another source's."""
+    with harness.Evaluator("cpu", "small", settings=SETTINGS, cache_dir=tmp_path / "cache") as e:
+        victim = Path(e.cache_dir) / "extensions" / "victim"
+        victim.mkdir(parents=True)
+        (victim / "victim.so").write_bytes(b"real extension")
+        report = tmp_path / "report.txt"
+        src = f"""
+import os, torch, torch.nn as nn
+from torch.utils.cpp_extension import load_inline  # builds ahead: this module is imported by the build process
+got = []
+for path in ({str(victim / "victim.so")!r}, os.path.join(os.environ["TORCH_EXTENSIONS_DIR"], "own.txt")):
+    try:
+        open(path, "wb").write(b"poison")
+        got.append("written")
+    except OSError as exc:
+        got.append(exc.strerror)
+open({str(report)!r}, "a").write(repr(got) + "\\n")
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+        r = e.evaluate(src, RELU)
+        assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
+        assert (victim / "victim.so").read_bytes() == b"real extension"
+        lines = report.read_text().splitlines()
+        assert lines and all(line == "['Read-only file system', 'written']" for line in lines), lines
+
+
 def test_shared_folders_are_read_only_to_the_candidate_but_its_own(ev, tmp_path):
     """A pool's candidates share the build cache and the evaluator's temporary root: a candidate that could
     overwrite another source's built extension or another evaluation's files could change their verdicts."""
