@@ -114,27 +114,35 @@ def _env() -> dict[str, str]:
 
 
 def test_demo_sweep_in_bf16(tmp_path):
-    """The demo model's tanh (a C++ extension calling torch::tanh: any dtype) is correct in bf16; its scalar multiply
-    is written for float32 only (TORCH_CHECK kFloat), so bf16 inputs make it a runtime error, as they should."""
+    """The demo kernels upcast bf16 inputs to float32 for their float32 extensions and cast the result back: every
+    final turn is correct under both protocols, and the deliberate faults of the first turns stay what they are in
+    fp32 (ReLU's copy and softmax's zeros pass naive and fail verified; LeakyReLU's typo fails to compile)."""
     run_dir = tmp_path / "bf16"
     fast = [x for k, v in FAST.items() for x in ("--eval-set", f"{k}={v}")]
     r = subprocess.run([sys.executable, "-m", "agents.sweep", "--models", "demo", "--precision", "bf16", "--problems",
-                        "1/22,1/5", "--device", "cpu", "--size", "small", "--turns", "1", "--build-workers", "1",
-                        "--no-progress", "--run-dir", str(run_dir), *fast],
+                        "1/19,1/20,1/22,1/23", "--device", "cpu", "--size", "small", "--turns", "2",
+                        "--build-workers", "1", "--no-progress", "--run-dir", str(run_dir), *fast],
                        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr + r.stdout
     assert "bf16" in r.stdout  # the closing table names the precision
     assert json.loads((run_dir / "config.json").read_text())["precision"] == "bf16"
-    attempts = {a.problem_id: a for a in RunStore(run_dir)}
-    assert set(attempts) == {"level1/22_Tanh", "level1/5_Matrix_scalar_multiplication"}
+    attempts = {(a.problem_id, a.turn): a for a in RunStore(run_dir)}
+    verdicts = {k: {p: v["verdict"] for p, v in a.results.items()} for k, a in attempts.items()}
+    both = lambda naive, verified: {"naive": naive, "verified": verified}  # noqa: E731
+    assert verdicts == {
+        ("level1/19_ReLU", 1): both("correct", "incorrect"),  # a copy: right on torch.rand, wrong on negatives
+        ("level1/19_ReLU", 2): both("correct", "correct"),
+        ("level1/20_LeakyReLU", 1): both("compile_error", "compile_error"),
+        ("level1/20_LeakyReLU", 2): both("correct", "correct"),
+        ("level1/22_Tanh", 1): both("correct", "correct"),
+        ("level1/23_Softmax", 1): both("correct", "incorrect"),  # all zeros: within naive's loose tolerance only
+        ("level1/23_Softmax", 2): both("correct", "correct"),
+    }, verdicts
     for a in attempts.values():
         assert a.precision == "bf16" and a.record["precision"] == "bf16"
         assert "torch.bfloat16 tensor" in a.messages[1]["content"]  # the prompt says so
-    tanh, scale = attempts["level1/22_Tanh"], attempts["level1/5_Matrix_scalar_multiplication"]
-    assert {k: v["verdict"] for k, v in tanh.results.items()} == {"naive": "correct", "verified": "correct"}
-    assert tanh.record["output_dtype"] == "bfloat16"
-    assert {v["verdict"] for v in scale.results.values()} == {"runtime_error"}
-    assert "expected float32" in scale.record["error"]
+        if a.record["status"] == "ok":
+            assert a.record["output_dtype"] == "bfloat16"
 
     rep = build_report(run_dir, resamples=0)
     assert rep.precisions == ["bf16"] and {h.precision for h in rep.headline} == {"bf16"}
@@ -146,7 +154,18 @@ def test_demo_sweep_in_bf16(tmp_path):
     text = console.export_text()
     assert text.count("demo · bf16") >= 4 and "precision bf16" in text
     wf = rep.waterfall("demo")
-    assert next(s for s in wf.steps if s.step == "tf32_baseline").not_applicable == 2  # both records: bf16, no TF32
+    assert next(s for s in wf.steps if s.step == "tf32_baseline").not_applicable == 4  # every final turn: bf16
+
+
+def test_a_float32_only_kernel_is_a_runtime_error_in_bf16():
+    """The demo's scalar multiply without its casts: a C++ kernel written for float32 only (TORCH_CHECK kFloat)."""
+    src = (ROOT / "agents" / "demo_kernels" / "cpu" / "l1_5_scalar_mul.py").read_text()
+    cast = "scale_ext.scale_forward(A.float(), float(s)).to(A.dtype)"
+    assert cast in src
+    src = src.replace(cast, "scale_ext.scale_forward(A, float(s))")
+    ev = evaluate(src, "level1/5_Matrix_scalar_multiplication", settings=EvalSettings(precision="bf16", **FAST))
+    assert {r.verdict for r in ev.results.values()} == {"runtime_error"}
+    assert "expected float32" in ev.record.error
 
 
 # -- fp32 and bf16 side by side -------------------------------------------------------------------------------

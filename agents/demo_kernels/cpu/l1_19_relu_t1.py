@@ -32,4 +32,6 @@ class ModelNew(nn.Module):
         super().__init__()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return relu_ext.relu_forward(x)
+        # The kernel is written for float32: bf16/fp16 inputs are upcast and the result is cast back
+        # to the input dtype (both casts are no-ops in a float32 run).
+        return relu_ext.relu_forward(x.float()).to(x.dtype)

@@ -35,4 +35,6 @@ class ModelNew(nn.Module):
         self.negative_slope = 0.01  # the problem's fixed slope
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return leaky_ext.leaky_relu_forward(x, self.negative_slope)
+        # The kernel is written for float32: bf16/fp16 inputs are upcast and the result is cast back
+        # to the input dtype (both casts are no-ops in a float32 run).
+        return leaky_ext.leaky_relu_forward(x.float(), self.negative_slope).to(x.dtype)

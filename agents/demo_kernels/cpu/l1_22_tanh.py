@@ -25,4 +25,6 @@ class ModelNew(nn.Module):
         super().__init__()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return tanh_ext.tanh_forward(x)
+        # The kernel is written for float32: bf16/fp16 inputs are upcast and the result is cast back
+        # to the input dtype (both casts are no-ops in a float32 run).
+        return tanh_ext.tanh_forward(x.float()).to(x.dtype)

@@ -48,8 +48,11 @@ class ModelNew(nn.Module):
         self.return_indices = return_indices
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # The kernel is written for float32: bf16/fp16 inputs are upcast and the result is cast back
+        # to the input dtype (both casts are no-ops in a float32 run).
         try:
-            return pool_ext.max_pool1d_forward(x, self.kernel_size, self.stride, self.padding, self.dilation)
+            return pool_ext.max_pool1d_forward(x.float(), self.kernel_size, self.stride, self.padding,
+                                               self.dilation).to(x.dtype)
         except RuntimeError:
             return F.max_pool1d(x, self.kernel_size, self.stride, self.padding, self.dilation,
                                 return_indices=self.return_indices)

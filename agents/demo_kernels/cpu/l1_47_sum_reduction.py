@@ -53,4 +53,6 @@ class ModelNew(nn.Module):
         self.dim = dim
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return sum_ext.sum_forward(x, self.dim)
+        # The kernel is written for float32: bf16/fp16 inputs are upcast and the result is cast back
+        # to the input dtype (both casts are no-ops in a float32 run).
+        return sum_ext.sum_forward(x.float(), self.dim).to(x.dtype)

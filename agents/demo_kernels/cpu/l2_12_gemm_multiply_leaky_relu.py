@@ -41,6 +41,8 @@ class ModelNew(nn.Module):
         self.negative_slope = negative_slope
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # The kernel is written for float32: bf16/fp16 inputs are upcast and the result is cast back
+        # to the input dtype (both casts are no-ops in a float32 run).
         return fused_ext.gemm_scale_leaky_forward(
-            x, self.gemm.weight, self.gemm.bias, self.multiplier, self.negative_slope
-        )
+            x.float(), self.gemm.weight.float(), self.gemm.bias.float(), self.multiplier, self.negative_slope
+        ).to(x.dtype)
