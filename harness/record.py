@@ -73,6 +73,9 @@ class TrialResult(_Stored):
     # Error of the TF32-enabled baseline against the exact reference on the same inputs (verified only).
     tf32_baseline_max_abs: float | None = None
     tf32_baseline_min_tolerance: float | None = None
+    tf32_baseline_all_zero: bool = Field(
+        False, description="that baseline's output was all zeros while the exact one is not (the exact values round "
+                           "to zero in the output dtype): an all-zero output is then no finding")
     reference_nonfinite: bool = Field(False, description="the reference gave NaN/Inf here: trial dropped")
     exception: str | None = None
 

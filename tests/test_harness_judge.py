@@ -377,3 +377,17 @@ def test_cpu_evaluations_are_single_threaded_unless_asked():
     r = harness.evaluate(HONEST, RELU, settings=EvalSettings(naive_timing_trials=5, verified_min_iters=3,
                                                              verified_max_iters=5, verified_seconds_per_subject=0.2))
     assert r.record.environment and r.record.environment.cpu_threads == 1
+
+
+def test_judge_admits_all_zeros_only_where_pytorchs_own_output_is_all_zeros():
+    import torch
+
+    from harness.compare import error_stats
+    from harness.judge import Expected, verified_pass
+
+    exact = torch.full((64,), -7.6e-23, dtype=torch.float64)  # GELU of large negatives: rounds to 0 in fp32 math
+    zeros = torch.zeros(64)
+    st = error_stats(zeros, exact)
+    assert st.all_zero_vs_nonzero
+    assert not verified_pass(st, Expected(exact, tf32_stats=error_stats(torch.full((64,), -7.6e-23), exact)))
+    assert verified_pass(st, Expected(exact, tf32_stats=error_stats(zeros, exact)))
