@@ -111,6 +111,9 @@ class JobSpec(BaseModel):
     read_only_dirs: list[str] = Field(
         default_factory=list, description="shared folders (build caches, the evaluator's temporary root) the contained "
                                           "candidate process sees read-only, but for its own work and extensions folders")
+    writable_dirs: list[str] = Field(
+        default_factory=list, description="folders under those that stay writable too: the machine-wide compile caches "
+                                          "(a candidate whose build is stale for this environment rebuilds in-process)")
     settings: EvalSettings = Field(default_factory=EvalSettings)
     result_fd: int = -1
     judge_fd: int = -1

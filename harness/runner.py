@@ -252,6 +252,17 @@ class Evaluator:
         its temporary root. Processes that run candidate code see them read-only but for their own parts."""
         return [str(d) for d in (self.cache_dir, self._tmp_root, object_cache_dir(), pch_dir()) if d]
 
+    @staticmethod
+    def _compile_caches() -> list[str]:
+        """The machine-wide object cache and PCH folder (made here: only a folder that exists stays writable in a
+        read-only view). Writable to builds, and to a candidate process that rebuilds in-process."""
+        out = []
+        for d in (object_cache_dir(), pch_dir()):
+            if d:
+                d.mkdir(parents=True, exist_ok=True)
+                out.append(str(d))
+        return out
+
     def build_many(self, sources: list[str], workers: int | None = None) -> list[BuildResult]:
         """``build`` every source at once on the host's cores (``workers`` threads, default the CPUs
         this process may use), in order; for scripts that compile everything before anything is timed."""
@@ -270,10 +281,8 @@ class Evaluator:
         env["KV_PCH_TIMEOUT_S"] = str(self.settings.build_timeout_s / 3)
         # The build imports the candidate: its top-level code may write only this source's extensions folder, its
         # build folder and the machine-wide compile caches, not other sources' extensions or evaluations' files.
-        caches = [d for d in (object_cache_dir(), pch_dir()) if d]
-        for d in (ext, *caches):  # made now: only a folder that exists can stay writable in the read-only view
-            d.mkdir(parents=True, exist_ok=True)
-        caches = [str(d) for d in caches]
+        ext.mkdir(parents=True, exist_ok=True)  # made now: only a folder that exists can stay writable
+        caches = self._compile_caches()
         res = run_module("harness.build", [str(src_path)], cwd=work, env=env,
                          timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes,
                          niceness=self.settings.build_niceness,
@@ -479,7 +488,7 @@ class Evaluator:
         job = self._base_job(problem).model_copy(update=dict(
             candidate_source=source, candidate_hash=record.candidate_hash, work_dir=str(slot.work),
             extensions_dir=str(ext), result_fd=slot.write_fd, judge_fd=slot.cand_sock.fileno(), nonce=nonce,
-            read_only_dirs=self._shared_dirs()))
+            read_only_dirs=self._shared_dirs(), writable_dirs=self._compile_caches()))
         job_line = (job.model_dump_json() + "\n").encode()  # through the worker's stdin, never a file
         try:
             judge.conn.send("serve", fds=[slot.judge_sock.fileno()])

@@ -596,7 +596,7 @@ def wait_for_job() -> JobSpec | None:
     if job.read_only_dirs and os.environ.get("KV_CONTAINMENT") == "pidns":  # a mount namespace of its own
         from .mounts import protect
 
-        why = protect(job.read_only_dirs, [job.work_dir, job.extensions_dir])
+        why = protect(job.read_only_dirs, [job.work_dir, job.extensions_dir, *job.writable_dirs])
         if why:
             print(f"kernelverify: shared folders left writable: {why}", file=sys.stderr)
     return job

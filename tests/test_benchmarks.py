@@ -198,7 +198,10 @@ def test_cudal1_corpus_shares_the_problems_folder_and_leaves_out_what_differs(tm
     (out / "problems" / "level1").mkdir(parents=True)
     (out / "problems" / "level1" / "19_ReLU.py").write_text("# relu\n")  # laid out by `leaderboard` before
     (out / "problems" / "level1" / "20_LeakyReLU.py").write_text("# leaky, another version\n")
-    assert cudal1(Source(src), out) == {"kernels": 1, "skipped": 1, "model": "cuda-l1-h100"}
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(json.dumps({"problems": [{"level": 1, "id": n, "name": f"{n}_{name}"} for n, name in
+                                                 ((19, "ReLU"), (20, "LeakyReLU"), (21, "Sigmoid"), (22, "Tanh"))]}))
+    assert cudal1(Source(src), out, manifest=manifest) == {"kernels": 1, "skipped": 1, "model": "cuda-l1-h100"}
     assert (out / "replay" / "cuda-l1-h100" / "level_1_problem_19_sample_0_kernel.py").read_text() == "# fast relu\n"
     assert not (out / "replay" / "cuda-l1-h100" / "level_1_problem_20_sample_0_kernel.py").exists()
     (r,) = json.loads((out / "reported.json").read_text())

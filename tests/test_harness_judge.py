@@ -391,3 +391,15 @@ def test_judge_admits_all_zeros_only_where_pytorchs_own_output_is_all_zeros():
     assert st.all_zero_vs_nonzero
     assert not verified_pass(st, Expected(exact, tf32_stats=error_stats(torch.full((64,), -7.6e-23), exact)))
     assert verified_pass(st, Expected(exact, tf32_stats=error_stats(zeros, exact)))
+
+
+def test_a_stale_build_still_rebuilds_in_the_candidate_process(tmp_path):
+    """A build marked done for another environment (a moved venv, a new torch) is rebuilt by the candidate's own
+    load_inline: its read-only view must leave the compile caches writable, as the build process has them."""
+    src = (Path(harness.__file__).parent / "fixtures" / "legit" / "cpu" / "cpp_relu.py").read_text()
+    with harness.Evaluator("cpu", "small", settings=SETTINGS, cache_dir=tmp_path / "cache") as e:
+        ext = e.extensions_dir(src)
+        ext.mkdir(parents=True, exist_ok=True)
+        (ext / ".built-ok").write_text("built elsewhere")  # the build step trusts it; the candidate's import does not
+        r = e.evaluate(src, RELU)
+        assert _verdicts(r) == ("correct", "correct"), r.record.error
