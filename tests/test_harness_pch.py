@@ -128,7 +128,10 @@ def test_the_hook_gives_each_extension_the_pch_of_its_own_flags(tmp_path, fake_c
     cxx, log = fake_cxx
     for var in ("CXX", "PYTORCH_NVCC", "KV_PCH_DIR", "KV_OBJECT_CACHE_DIR", "KV_PCH_INCLUDE", "KV_PCH_WAIT_S",
                 "KV_PCH_WAIT_MAX_S"):
-        monkeypatch.delenv(var, raising=False)  # restored after the test: the hook sets them
+        # setenv first: delenv of an unset variable records nothing to undo, and the hook sets them all, so they
+        # leaked into later tests (a compiler shim under this test's deleted temporary folder)
+        monkeypatch.setenv(var, "")
+        monkeypatch.delenv(var)
 
     def fake_write_ninja_file(path, cflags, with_cuda=False, **_):
         Path(path).write_text(f"ninja_required_version = 1.3\ncxx = {cxx}\n\ncflags = {' '.join(cflags)}\n"
