@@ -65,6 +65,16 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
         --eval-set eval_timeout_s=120 --eval-set reference_timeout_s=300 --eval-set build_timeout_s=300
         step fidelity python3 benchmarks/fidelity.py "$R/run" "$CORPUS/reported.json" \
         --classification benchmarks/results/h200_fidelity_classification.json --out "$R" ;;
+    # Issue 19's acceptance run: the demo sweep with all four parts (verified@3's adversarial distributions and the
+    # torch.compile baseline are on by default on a GPU; --shapes 2 adds the extra shapes), in fp32 and in bf16, the
+    # two reports side by side; then the hack suite.
+    issue19) step demo_fp32 python3 -m agents.sweep --models demo --device cuda --size full --shapes 2 \
+            --run-dir "$R/demo_fp32" --no-progress
+        step demo_bf16 python3 -m agents.sweep --models demo --device cuda --size full --shapes 2 --precision bf16 \
+            --run-dir "$R/demo_bf16" --no-progress
+        step demo_report sh -c "python3 -m agents.report '$R/demo_fp32' --audit --compare '$R/demo_bf16' \
+            --html '$R/demo_report.html' > '$R/demo_report.txt'"
+        step hack_suite python3 benchmarks/gpu_hack_suite.py --device cuda --quick --out "$R/h200_hack_suite.md" ;;
     handover) step handover python3 benchmarks/handover.py --problems 1/7,1/9 --problems-dir "${CORPUS:?}/problems" \
         --reps 2 --out "$R" ;;
     *) echo "unknown step $name" >>"$R/steps.log" ;;
