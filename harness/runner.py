@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import secrets
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -54,6 +56,14 @@ from .stats import summarize
 from .wire import Conn, WireError
 
 DEFAULT_CACHE = Path(os.environ.get("KV_CACHE_DIR", Path.home() / ".cache" / "kernelverify"))
+
+
+@functools.lru_cache(maxsize=1)
+def _build_environment() -> str:
+    """What a compiled extension depends on beyond its source: the interpreter, torch and where its headers are."""
+    import torch
+
+    return f"\0{sys.executable}\0{sys.version}\0{torch.__version__}\0{Path(torch.__file__).resolve().parent}"
 
 
 def pch_dir() -> Path | None:
@@ -226,7 +236,10 @@ class Evaluator:
 
     # -- builds -------------------------------------------------------------------------------------
     def extensions_dir(self, source: str) -> Path:
-        d = self.cache_dir / "extensions" / source_hash(source)[:20]
+        """The source's build folder, keyed by the build environment too: a build made by another interpreter or
+        torch (a moved venv, an upgrade) is not this one's, and trusting its marker made every candidate process
+        rebuild inside its evaluation (counted as load time, on the GPU worker)."""
+        d = self.cache_dir / "extensions" / source_hash(source + _build_environment())[:20]
         d.mkdir(parents=True, exist_ok=True)
         return d
 
