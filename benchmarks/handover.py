@@ -39,7 +39,7 @@ def main() -> int:
     rows, data = [], []
     for pid in filter(None, args.problems.split(",")):
         problem = load(pid, args.problems_dir)
-        src = problem.full_source() + "\n\nclass ModelNew(Model):\n    pass\n"
+        src = problem.reference_as_candidate()
         got: dict[bool, list[dict]] = {False: [], True: []}
         for rep in range(args.reps):
             for pin in ((False, True) if rep % 2 == 0 else (True, False)):

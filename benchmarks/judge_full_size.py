@@ -43,7 +43,7 @@ def main() -> int:
     args = ap.parse_args()
     runs = [("level1/19_ReLU", "honest relu + containment probe", PROBE), ("level1/19_ReLU", "identity 'relu'", IDENTITY)]
     for pid in filter(None, args.also.split(",")):
-        src = load(pid).full_source() + "\n\nclass ModelNew(Model):\n    pass\n"
+        src = load(pid).reference_as_candidate()
         runs.append((pid, f"reference as candidate ({pid})", src))
     settings = EvalSettings(naive_timing_trials=20, verified_min_iters=10, verified_max_iters=30,
                             verified_seconds_per_subject=1.0, pin_shared_memory=args.pin)

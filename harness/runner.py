@@ -261,9 +261,10 @@ class Evaluator:
             return self._build_locked(source, ext, marker)
 
     def _shared_dirs(self) -> list[str]:
-        """Folders every candidate of this evaluator shares: its build cache, the machine-wide compile caches and
-        its temporary root. Processes that run candidate code see them read-only but for their own parts."""
-        return [str(d) for d in (self.cache_dir, self._tmp_root, object_cache_dir(), pch_dir()) if d]
+        """Folders every candidate of this evaluator shares: its build cache and its temporary root. Processes that
+        run candidate code see them read-only but for their own parts and the compile caches (``_compile_caches``,
+        always writable, so never listed here)."""
+        return [str(self.cache_dir), str(self._tmp_root)]
 
     @staticmethod
     def _compile_caches() -> list[str]:
@@ -294,8 +295,7 @@ class Evaluator:
         env["KV_PCH_TIMEOUT_S"] = str(self.settings.build_timeout_s / 3)
         # The build imports the candidate: its top-level code may write only this source's extensions folder, its
         # build folder and the machine-wide compile caches, not other sources' extensions or evaluations' files.
-        ext.mkdir(parents=True, exist_ok=True)  # made now: only a folder that exists can stay writable
-        caches = self._compile_caches()
+        caches = self._compile_caches()  # ext exists already (extensions_dir makes it): it stays writable
         res = run_module("harness.build", [str(src_path)], cwd=work, env=env,
                          timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes,
                          niceness=self.settings.build_niceness,
@@ -494,7 +494,6 @@ class Evaluator:
                       ext: Path) -> None:
         spare = self._take_spare()
         slot = spare.slot if spare is not None else self._new_slot()
-        ext.mkdir(parents=True, exist_ok=True)  # writable in the candidate's read-only view of the cache
         record.worker_prespawned = spare is not None
         nonce = secrets.token_hex(16)
         # The candidate's job holds no seed, no perturbation and no expected output: those stay in the judge.

@@ -65,6 +65,10 @@ class Problem(BaseModel):
     def full_source(self) -> str:
         return self.path.read_text()
 
+    def reference_as_candidate(self, size: Size = "full") -> str:
+        """The problem's own Model submitted as ModelNew: an honest candidate, for probes and benchmarks."""
+        return self.source(size) + "\n\nclass ModelNew(Model):\n    pass\n"
+
     def has_size(self, size: Size) -> bool:
         return size == "full" or bool(self.meta.small)
 

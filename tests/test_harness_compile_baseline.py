@@ -15,7 +15,7 @@ SETTINGS = EvalSettings(naive_timing_trials=10, verified_min_iters=5, verified_m
 
 
 def _reference_as_candidate(pid: str) -> str:
-    return load(pid).path.read_text() + "\n\nclass ModelNew(Model):\n    pass\n"
+    return load(pid).reference_as_candidate()
 
 
 def test_one_problem_per_level_gets_a_compile_baseline(tmp_path):

@@ -1,6 +1,7 @@
 """Protocols are pure functions over records: same record, same verdict; each knob does one thing."""
 
 import math
+
 import pytest
 
 from harness import NAIVE, VERIFIED, MeasurementRecord, score, sol_score

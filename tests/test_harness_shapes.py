@@ -36,7 +36,7 @@ ZEROS = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x
 
 
 def reference_as_candidate(pid: str) -> str:
-    return P.load(pid).path.read_text() + "\n\nclass ModelNew(Model):\n    pass\n"
+    return P.load(pid).reference_as_candidate()
 
 
 def input_shapes(problem: P.Problem) -> list[list[int]]:
