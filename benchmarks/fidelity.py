@@ -61,35 +61,31 @@ def kernel_key(model: str, level: int, number: int, sample: int) -> str:
 
 def rows_of(run_dir: Path, reported: list[dict]) -> list[dict]:
     from agents.report.audit import audit_record
+    from agents.store import RunStore
     from harness.protocols import score
     from harness.record import MeasurementRecord
 
     authors = {(r["model"], r["level"], r["number"], r["sample"]): r for r in reported}
     rows = []
-    for line in (run_dir / "attempts.jsonl").read_text().splitlines():
-        try:
-            a = json.loads(line)
-        except json.JSONDecodeError:
-            continue  # a torn last line of a stopped sweep
-        model = a["model_id"].split(":", 1)[-1]
-        key = (model, a["level"], a["number"], a["sample"])
-        res = a.get("results") or {}
-        row = {"key": kernel_key(*key), "model": model, "problem": a["problem_id"], "level": a["level"],
-               "number": a["number"], "sample": a["sample"],
+    for a in RunStore(run_dir):  # a torn last line of a stopped sweep is skipped
+        model = a.model_id.split(":", 1)[-1]
+        key = (model, a.level, a.number, a.sample)
+        row = {"key": kernel_key(*key), "model": model, "problem": a.problem_id, "level": a.level,
+               "number": a.number, "sample": a.sample,
                "reported": (authors.get(key) or {}).get("speedup"), "gpu": (authors.get(key) or {}).get("gpu")}
         for proto in ("naive", "verified"):
-            r = res.get(proto) or {}
-            row[f"{proto}_recorded"] = r.get("verdict") or a.get("feedback_kind") or "no kernel"
+            r = a.results.get(proto) or {}
+            row[f"{proto}_recorded"] = r.get("verdict") or a.feedback_kind or "no kernel"
             row[f"{proto}_speedup"] = r.get("speedup")
         row["step"], row["reasons"] = None, []
-        if a.get("record"):
-            rec = MeasurementRecord.model_validate(a["record"])
+        if a.record:
+            rec = MeasurementRecord.model_validate(a.record)
             for proto in ("naive", "verified"):
                 row[f"{proto}_now"] = score(rec, proto).verdict
             entry = audit_record(rec)
             if entry is not None:
                 row["step"] = entry.step
-            row["reasons"] = (res.get("verified") or {}).get("reasons") or []
+            row["reasons"] = (a.results.get("verified") or {}).get("reasons") or []
         else:
             row["naive_now"], row["verified_now"] = row["naive_recorded"], row["verified_recorded"]
         rows.append(row)
