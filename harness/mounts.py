@@ -19,6 +19,9 @@ MS_BIND = 4096
 MS_REC = 0x4000
 MS_PRIVATE = 1 << 18
 CLONE_NEWNS = 0x00020000
+CAP_SYS_ADMIN = 21
+PR_CAPBSET_DROP = 24
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
 
 
 def _mount(libc, target: str, flags: int, source: str | None = None) -> None:
@@ -60,4 +63,32 @@ def protect(read_only: list[str], writable: list[str]) -> str | None:
             _mount(libc, str(r), MS_REMOUNT | MS_BIND | MS_RDONLY)
     except OSError as exc:
         return str(exc)
+    return None
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [("effective", ctypes.c_uint32), ("permitted", ctypes.c_uint32), ("inheritable", ctypes.c_uint32)]
+
+
+def drop_mount_capability() -> str | None:
+    """Give up CAP_SYS_ADMIN for good (bounding set first, so no exec regains it; then effective and permitted):
+    as root in its own mount namespace the process could otherwise remount the read-only folders writable or
+    unmount them. Nothing the harness or a kernel needs after the view is made asks for it. Returns None, or why."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(PR_CAPBSET_DROP, CAP_SYS_ADMIN, 0, 0, 0) != 0:
+        return f"prctl(PR_CAPBSET_DROP): {os.strerror(ctypes.get_errno())}"
+    header = _CapHeader(_LINUX_CAPABILITY_VERSION_3, 0)
+    data = (_CapData * 2)()
+    if libc.capget(ctypes.byref(header), data) != 0:
+        return f"capget: {os.strerror(ctypes.get_errno())}"
+    mask = ~(1 << CAP_SYS_ADMIN) & 0xFFFFFFFF
+    data[0].effective &= mask
+    data[0].permitted &= mask
+    data[0].inheritable &= mask
+    if libc.capset(ctypes.byref(header), data) != 0:
+        return f"capset: {os.strerror(ctypes.get_errno())}"
     return None

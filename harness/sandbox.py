@@ -72,10 +72,11 @@ def _read_only_view(read_only: list[str], writable: list[str]) -> None:
     """A mount namespace of its own (no pid namespace: a detached PCH maker must outlive a build) in which
     ``read_only`` folders are read-only but for ``writable`` ones (``harness.mounts``). Without the privilege
     for it (not root) the folders stay as they are."""
-    from .mounts import private_namespace, protect
+    from .mounts import drop_mount_capability, private_namespace, protect
 
     if private_namespace():
         protect(read_only, writable)
+        drop_mount_capability()  # or the candidate's import-time code could remount them writable
 
 
 @dataclass

@@ -594,9 +594,10 @@ def wait_for_job() -> JobSpec | None:
     if job.extensions_dir:
         os.environ["TORCH_EXTENSIONS_DIR"] = job.extensions_dir
     if job.read_only_dirs and os.environ.get("KV_CONTAINMENT") == "pidns":  # a mount namespace of its own
-        from .mounts import protect
+        from .mounts import drop_mount_capability, protect
 
-        why = protect(job.read_only_dirs, [job.work_dir, job.extensions_dir, *job.writable_dirs])
+        why = protect(job.read_only_dirs, [job.work_dir, job.extensions_dir, *job.writable_dirs]) \
+            or drop_mount_capability()
         if why:
             print(f"kernelverify: shared folders left writable: {why}", file=sys.stderr)
     return job

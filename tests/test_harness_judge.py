@@ -160,8 +160,9 @@ def test_a_builds_import_time_code_cannot_poison_another_sources_extension(tmp_p
         (victim / "victim.so").write_bytes(b"real extension")
         report = tmp_path / "report.txt"
         src = f"""
-import os, torch, torch.nn as nn
+import ctypes, os, torch, torch.nn as nn
 from torch.utils.cpp_extension import load_inline  # builds ahead: this module is imported by the build process
+ctypes.CDLL(None).mount(None, {str(e.cache_dir)!r}.encode(), None, 32 | 4096, None)  # try to remount it writable
 got = []
 for path in ({str(victim / "victim.so")!r}, os.path.join(os.environ["TORCH_EXTENSIONS_DIR"], "own.txt")):
     try:
@@ -191,7 +192,11 @@ def test_shared_folders_are_read_only_to_the_candidate_but_its_own(ev, tmp_path)
     victim_work.mkdir(exist_ok=True)
     report = tmp_path / "report.json"
     src = f"""
-import json, os, torch, torch.nn as nn
+import ctypes, json, os, torch, torch.nn as nn
+libc = ctypes.CDLL(None, use_errno=True)
+for root in ({str(ev.cache_dir)!r}, {str(ev._tmp_root)!r}):  # root in its own mount namespace: try to undo the view
+    libc.mount(None, root.encode(), None, 32 | 4096, None)  # MS_REMOUNT | MS_BIND, without MS_RDONLY
+    libc.umount2(root.encode(), 2)  # MNT_DETACH
 got = {{}}
 for name, path in (("other_extension", {str(victim_ext / "victim.so")!r}),
                    ("other_work", {str(victim_work / "planted.txt")!r}),
