@@ -68,9 +68,10 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
     # Issue 19's acceptance run: the demo sweep with all four parts (verified@3's adversarial distributions and the
     # torch.compile baseline are on by default on a GPU; --shapes 2 adds the extra shapes), in fp32 and in bf16, the
     # two reports side by side; then the hack suite.
-    issue19) step demo_fp32 python3 -m agents.sweep --models demo --device cuda --size full --shapes 2 \
-            --run-dir "$R/demo_fp32" --no-progress
-        step demo_bf16 python3 -m agents.sweep --models demo --device cuda --size full --shapes 2 --precision bf16 \
+    issue19) step demo_fp32 python3 -m agents.sweep --models demo --device cuda --size "${DEMO_SIZE:-small}" --shapes 2 \
+            --eval-set verified_seconds_per_subject="${DEMO_VERIFIED_S:-0.5}" --run-dir "$R/demo_fp32" --no-progress
+        step demo_bf16 python3 -m agents.sweep --models demo --device cuda --size "${DEMO_SIZE:-small}" --shapes 2 \
+            --precision bf16 --eval-set verified_seconds_per_subject="${DEMO_VERIFIED_S:-0.5}" \
             --run-dir "$R/demo_bf16" --no-progress
         step demo_report sh -c "python3 -m agents.report '$R/demo_fp32' --audit --compare '$R/demo_bf16' \
             --html '$R/demo_report.html' > '$R/demo_report.txt'"

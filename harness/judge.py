@@ -128,6 +128,18 @@ def _dtype_note(st: ErrorStats) -> str:
     return "" if st.dtype_ok else f"; output dtype {st.out_dtype} is not the run's"
 
 
+def _why_failed(st: ErrorStats, exp: Expected) -> str:
+    """What ``verified_pass`` refused, in words: the error alone read as a pass where the output was all zeros."""
+    if not st.shape_ok:
+        return f"output shape {st.out_shape}, not the reference's"
+    why = f"max abs error {st.max_abs:.3g}, needs {st.min_tolerance:.3g}"
+    if st.nonfinite:
+        why += "; output contains NaN/Inf"
+    if st.all_zero_vs_nonzero and not exp.tf32_all_zero:
+        why += "; output is all zeros while the reference is not"
+    return why + _dtype_note(st)
+
+
 def verified_pass(st: ErrorStats, exp: Expected, precision: str = "fp32") -> bool:
     """The verified protocol's per-output decision, for outputs that are not stored trials (timed calls): its
     tolerance for the run's dtype and its TF32-error factor (the protocol re-decides from the stored stats)."""
@@ -574,8 +586,7 @@ class Session:
         st, exc = self._receive_output(self.out_off, self.out_cap, exp)
         self.timed_checked += 1
         if exc is not None or st is None or not verified_pass(st, exp, self.j.precision):
-            why = exc[-200:] if exc else (f"max abs error {st.max_abs:.3g}, needs {st.min_tolerance:.3g}" + _dtype_note(st)
-                                          if st else "no output")
+            why = exc[-200:] if exc else (_why_failed(st, exp) if st else "no output")
             self.timed_failures.append(f"timed call on set {idx}: {why}")
         released = time.perf_counter()
         self.conn.send("ok")
@@ -593,9 +604,9 @@ class Session:
         ok = exc is None and st is not None and verified_pass(st, exp, self.j.precision)
         detail = "" if ok else (
             f"inputs rewritten in place with new values, call raised: {exc[-200:]}" if exc else
-            f"inputs rewritten in place with new values (behind a {p.get('hold_us', 0):.0f} us hold): max abs error "
-            f"{st.max_abs if st else float('nan'):.3g} against the new answer (a stale or cached result, or work "
-            f"that read the inputs before the rewrite)" + (_dtype_note(st) if st else ""))
+            f"inputs rewritten in place with new values (behind a {p.get('hold_us', 0):.0f} us hold): "
+            f"{_why_failed(st, exp) if st else 'no output'} against the new answer (a stale or cached result, or work "
+            f"that read the inputs before the rewrite)")
         self.guards.append(outcome(name, ok, detail=detail))
         self.conn.send("ok")
 

@@ -420,3 +420,21 @@ def test_a_build_folder_belongs_to_one_build_environment(tmp_path, monkeypatch):
         assert e.extensions_dir(src) == here
         monkeypatch.setattr(runner, "_build_environment", lambda: "\0/another/venv/bin/python")
         assert e.extensions_dir(src) != here
+
+
+def test_a_refused_timed_output_says_why_even_when_its_error_is_small():
+    """A softmax of 40k columns is ~2e-4 everywhere: all zeros has an error under the tolerance, and the guard
+    evidence must name what was refused, not print an error that reads as a pass."""
+    import torch
+
+    from harness.compare import error_stats
+    from harness.judge import Expected, _why_failed, verified_pass
+
+    exact = torch.full((64,), 1.9e-4, dtype=torch.float64)
+    st = error_stats(torch.zeros(64), exact)
+    exp = Expected(exact, tf32_stats=error_stats(exact.float(), exact))
+    assert not verified_pass(st, exp)
+    assert "all zeros" in _why_failed(st, exp)
+    bad = error_stats(torch.full((64,), float("nan")), exact)
+    assert "NaN" in _why_failed(bad, exp)
+    assert "all zeros" not in _why_failed(error_stats(exact.float(), exact), exp)

@@ -190,6 +190,8 @@ def test_json_cli_and_compare(run, tmp_path, capsys):
     assert data["run"] == "synth"
     assert {r["protocol"] for r in data["headline"]} == {"naive", "verified"}
     assert data["compare"] and all(r["a"] == r["b"] for r in data["compare"])
+    # counts stay counts (a float field printed "11.0 correct" in the side-by-side table)
+    assert all(isinstance(r["a"]["correct"], int) and isinstance(r["a"]["attempted"], int) for r in data["compare"])
     assert sorted(p.name for p in (tmp_path / "p").iterdir()) == sorted(
         ["fast_p.png", "speedup_scatter.png", "speedup_hist.png", "sol_hist.png", "waterfall.png"])
 

@@ -181,8 +181,9 @@ class CompareRow(BaseModel):
     protocol: str
     precision_a: str | None = Field(None, description="the precision of run A's row (None: no such row)")
     precision_b: str | None = None
-    a: dict[str, float | None]
-    b: dict[str, float | None]
+    # counts (attempted, correct) stay ints: a float field would print them as "11.0"
+    a: dict[str, int | float | None]
+    b: dict[str, int | float | None]
 
 
 class Report(BaseModel):
