@@ -67,7 +67,8 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
         --classification benchmarks/results/h200_fidelity_classification.json --out "$R" ;;
     # Issue 19's acceptance run: the demo sweep with all four parts (verified@3's adversarial distributions and the
     # torch.compile baseline are on by default on a GPU; --shapes 2 adds the extra shapes), in fp32 and in bf16, the
-    # two reports side by side; then the hack suite.
+    # two reports side by side; then the hack suite. Small size by default (DEMO_SIZE=full for full size): the
+    # 2026-12-01 run took 718 s (fp32) + 593 s (bf16) for the two sweeps, the hack suite ~7 minutes more.
     issue19) step demo_fp32 python3 -m agents.sweep --models demo --device cuda --size "${DEMO_SIZE:-small}" --shapes 2 \
             --eval-set verified_seconds_per_subject="${DEMO_VERIFIED_S:-0.5}" --run-dir "$R/demo_fp32" --no-progress
         step demo_bf16 python3 -m agents.sweep --models demo --device cuda --size "${DEMO_SIZE:-small}" --shapes 2 \
@@ -76,6 +77,10 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
         step demo_report sh -c "python3 -m agents.report '$R/demo_fp32' --audit --compare '$R/demo_bf16' \
             --html '$R/demo_report.html' > '$R/demo_report.txt'"
         step hack_suite python3 benchmarks/gpu_hack_suite.py --device cuda --quick --out "$R/h200_hack_suite.md" ;;
+    # Issue 17's throughput: the trial hand-over through shared device memory (harness.device_buffer) against host
+    # shared memory, from inside the candidate's PID namespace; about a minute.
+    device_handover) step device_handover python3 benchmarks/device_handover.py --sizes-mib 256,1024,4096 --reps 3 \
+        --out "$R" ;;
     handover) step handover python3 benchmarks/handover.py --problems 1/7,1/9 --problems-dir "${CORPUS:?}/problems" \
         --reps 2 --out "$R" ;;
     *) echo "unknown step $name" >>"$R/steps.log" ;;

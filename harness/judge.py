@@ -362,6 +362,25 @@ class Session:
         # process (a global forward hook, a flag, a patched op) cannot slow them down to flatter a kernel.
         self.timing_sets: list[list[Any]] = []
         self.baseline_ms: dict[str, list[float]] = {k: [] for k in (*BASELINE_SUBJECTS.values(), "naive_baseline_compile")}
+        # Where this process's time went (record.phase_seconds, judge_*): what a slow evaluation spent on
+        # references, on handing tensors over, on waiting for the candidate, on comparing, on the baselines.
+        self.spent: dict[str, float] = {}
+
+    @contextlib.contextmanager
+    def _clock(self, what: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.spent[what] = self.spent.get(what, 0.0) + time.perf_counter() - t0
+
+    def _send(self, kind: str, payload: dict | None = None, fds: list[int] | None = None) -> None:
+        """Every reply carries the device memory this process holds right then: the candidate process counts
+        device-level memory outside its allocator, and the judge's share (expected outputs, references, the
+        baselines' buffers) moves between calls; it must not be counted as the kernel's."""
+        if self.j.ops.is_cuda:
+            payload = {**(payload or {}), "judge_device_bytes": torch.cuda.memory_reserved()}
+        self.conn.send(kind, payload, fds=fds)
 
     # Each request kind may come once per index, in this order; anything else ends the session.
     def run(self) -> dict:
@@ -369,7 +388,7 @@ class Session:
         hello = {"naive": len(j.naive_plan), "verified": [t.distribution for t in j.verified_plan],
                  "timing_sets": len(j.timing_seeds), "size": self.buf.size, "compile_baseline": j.compiled is not None}
         try:
-            self.conn.send("hello", hello, fds=[self.buf.fd])
+            self._send("hello", hello, fds=[self.buf.fd])
             self._loop()
         except WireError:
             pass  # the candidate process ended (or broke the protocol): judge what arrived
@@ -386,7 +405,8 @@ class Session:
             p = p if isinstance(p, dict) else {}
             if kind == "naive_trial" and p.get("index") == next_naive < len(j.naive_plan) and next_verified == 0:
                 spec = j.naive_plan[next_naive]
-                exp = j.expected(("naive", next_naive), spec.seed, spec.scale, "default", naive=True)
+                with self._clock("expected"):
+                    exp = j.expected(("naive", next_naive), spec.seed, spec.scale, "default", naive=True)
                 tr = TrialResult(distribution=spec.distribution, seed=spec.seed, params=spec.params,
                                  reference_nonfinite=exp.nonfinite)
                 self.naive_trials.append(tr)
@@ -398,8 +418,9 @@ class Session:
                 if self.mapping is None:
                     self._params([])  # a candidate that never said what it holds holds nothing
                 spec = j.verified_plan[next_verified]
-                exp = j.expected(("verified", next_verified, self.variant), spec.seed, spec.scale, self.variant,
-                                 naive=False, distribution=spec.distribution)
+                with self._clock("expected"):
+                    exp = j.expected(("verified", next_verified, self.variant), spec.seed, spec.scale, self.variant,
+                                     naive=False, distribution=spec.distribution)
                 tr = TrialResult(distribution=spec.distribution, seed=spec.seed,
                                  params="perturbed" if self.variant == "perturbed" else "default",
                                  tf32_baseline_max_abs=exp.tf32_max_abs, tf32_baseline_min_tolerance=exp.tf32_min_tolerance,
@@ -409,20 +430,22 @@ class Session:
                 self._trial(spec.seed, spec.scale, exp, tr, spec.distribution)
                 next_verified += 1
             elif kind == "timing_inputs" and self.timing_started is None and next_verified:
-                self._timing_inputs()
+                with self._clock("timing_setup"):
+                    self._timing_inputs()
             elif kind == "called" and self.timing_started is not None:
                 self._called(p)
             elif kind == "baseline" and self.timing_started is not None and self.timing_sets:
-                self._baseline(p)
+                with self._clock("baselines"):
+                    self._baseline(p)
             elif kind == "guard_output" and self.timing_started is not None:
                 self._guard_output(p)
             elif kind == "timing_done" and self.timing_started is not None:
                 self.timing_sets = []
                 self.j.release()
                 self._witness()
-                self.conn.send("ok")
+                self._send("ok")
             elif kind == "finish":
-                self.conn.send("ok")
+                self._send("ok")
                 return
             else:
                 self.protocol_error = f"unexpected request {kind!r} {str(p)[:120]}"
@@ -438,7 +461,12 @@ class Session:
 
     def _receive_output(self, offset: int, cap: int, exp: Expected) -> tuple[ErrorStats | None, str | None]:
         """Read the candidate's 'output' message: (stats, exception text)."""
-        kind, meta = self.conn.recv(timeout=self.j.settings.eval_timeout_s)
+        with self._clock("waiting"):
+            kind, meta = self.conn.recv(timeout=self.j.settings.eval_timeout_s)
+        with self._clock("compare"):
+            return self._judge_output(kind, meta, offset, cap, exp)
+
+    def _judge_output(self, kind: str, meta: Any, offset: int, cap: int, exp: Expected) -> tuple[ErrorStats | None, str | None]:
         if kind != "output" or not isinstance(meta, dict):
             self.protocol_error = f"sent {kind!r} {str(meta)[:120]} where its output was due"
             raise WireError(self.protocol_error)
@@ -465,22 +493,23 @@ class Session:
         return st, None
 
     def _trial(self, seed: int, scale: float, exp: Expected, tr: TrialResult, distribution: str | None = None) -> None:
-        inputs = self.j.inputs(seed, scale, distribution)
-        in_bytes = args_nbytes(inputs)
-        off, cap = self._out_slot(in_bytes, exp)
-        descs = pack_args(self.buf, inputs, grow=False)
-        del inputs
-        self.j.release()
+        with self._clock("handover"):
+            inputs = self.j.inputs(seed, scale, distribution)
+            in_bytes = args_nbytes(inputs)
+            off, cap = self._out_slot(in_bytes, exp)
+            descs = pack_args(self.buf, inputs, grow=False)
+            del inputs
+            self.j.release()
         like = {"numel": exp.out.numel(), "dtype": str(exp.out.dtype).removeprefix("torch.")} \
             if isinstance(exp.out, torch.Tensor) else {}
-        self.conn.send("inputs", {"args": descs, "size": self.buf.size, "out_offset": off, "out_capacity": cap,
+        self._send("inputs", {"args": descs, "size": self.buf.size, "out_offset": off, "out_capacity": cap,
                                   "expected_like": like, "forward_seed": forward_seed(seed)})
         try:
             tr.error, tr.exception = self._receive_output(off, cap, exp)
         except WireError:
             tr.exception = "no output reached the judge (the candidate process ended or broke the protocol)"
             raise
-        self.conn.send("ok")
+        self._send("ok")
 
     def _params(self, params: Any) -> None:
         cand = []
@@ -494,7 +523,7 @@ class Session:
         sent = {c: values[r] for c, r in self.mapping.pairs.items()}
         names = list(sent)
         descs = pack_args(self.buf, [sent[n] for n in names], grow=True)
-        self.conn.send("params", {"mapping": self.mapping.to_json(), "values": dict(zip(names, descs, strict=True)),
+        self._send("params", {"mapping": self.mapping.to_json(), "values": dict(zip(names, descs, strict=True)),
                                   "size": self.buf.size})
 
     def _timing_inputs(self) -> None:
@@ -520,7 +549,7 @@ class Session:
         self.j.release()
         self.out_off, self.out_cap = off, cap
         self.timing_started = time.perf_counter()
-        self.conn.send("timing_inputs", {"sets": descs, "size": self.buf.size, "out_offset": off, "out_capacity": cap})
+        self._send("timing_inputs", {"sets": descs, "size": self.buf.size, "out_offset": off, "out_capacity": cap})
 
     def _baseline(self, p: dict) -> None:
         """Time the reference here: a naive loop, or one round of the verified method (or untimed warm-up
@@ -558,7 +587,7 @@ class Session:
                     samples.append(ms)
                 j.ops.sync()
         self.baseline_ms[BASELINE_SUBJECTS[subject]].extend(samples)
-        self.conn.send("baseline", {"ms": samples})
+        self._send("baseline", {"ms": samples})
 
     def _expected_timing(self, idx: int) -> Expected:
         key, seed = self.timing_keys[idx]
@@ -578,18 +607,19 @@ class Session:
         # The release time is read before the reply goes out: the candidate process may run on before this
         # process is scheduled again, and a late reading would shorten the next gap.
         released = time.perf_counter()
-        self.conn.send("check", {"check": check})
+        self._send("check", {"check": check})
         if not check:
             self.called_at.append((arrived, released))
             return
-        exp = self._expected_timing(idx)
+        with self._clock("expected"):
+            exp = self._expected_timing(idx)
         st, exc = self._receive_output(self.out_off, self.out_cap, exp)
         self.timed_checked += 1
         if exc is not None or st is None or not verified_pass(st, exp, self.j.precision):
             why = exc[-200:] if exc else (_why_failed(st, exp) if st else "no output")
             self.timed_failures.append(f"timed call on set {idx}: {why}")
         released = time.perf_counter()
-        self.conn.send("ok")
+        self._send("ok")
         self.called_at.append((arrived, released))
 
     def _guard_output(self, p: dict) -> None:
@@ -599,7 +629,7 @@ class Session:
                 or not 0 <= idx < len(self.timing_keys):
             raise WireError("bad guard request")
         exp = self._expected_timing(idx)
-        self.conn.send("check", {"check": True})
+        self._send("check", {"check": True})
         st, exc = self._receive_output(self.out_off, self.out_cap, exp)
         ok = exc is None and st is not None and verified_pass(st, exp, self.j.precision)
         detail = "" if ok else (
@@ -608,7 +638,7 @@ class Session:
             f"{_why_failed(st, exp) if st else 'no output'} against the new answer (a stale or cached result, or work "
             f"that read the inputs before the rewrite)")
         self.guards.append(outcome(name, ok, detail=detail))
-        self.conn.send("ok")
+        self._send("ok")
 
     def _witness(self) -> None:
         """Compare the kernel times the candidate process reports with the judge's own clock."""
@@ -649,6 +679,7 @@ class Session:
             "kernel_ms": self.reported_kernel_ms,
             "baseline_ms": self.baseline_ms,
             "compile": {"seconds": self.j.compile_seconds, "error": self.j.compile_error},
+            "seconds": self.spent,
         }
 
 

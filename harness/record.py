@@ -221,7 +221,10 @@ class MeasurementRecord(_Stored):
     worker_prespawned: bool = Field(False, description="the candidate ran in a process started ahead of time")
     gpu_index: int | None = Field(None, description="the physical GPU (CUDA_VISIBLE_DEVICES) a pool worker pinned it to")
     phase_seconds: dict[str, float] = Field(
-        default_factory=dict, description="reference, startup, load (incl. import/build hit), init, correctness, timing")
+        default_factory=dict, description="reference, startup, load (incl. import/build hit), init, correctness, timing; "
+                                          "the judge's side: judge_expected (references), judge_handover (inputs out), "
+                                          "judge_waiting (for the candidate's output), judge_compare (reading and "
+                                          "comparing it), judge_timing_setup, judge_baselines")
     param_mapping: dict[str, str] | None = Field(
         None, description="candidate tensor -> reference parameter that received the same perturbed values")
     perturbation_skipped: str | None = Field(None, description="why no parameter was perturbed for this kernel")

@@ -578,6 +578,10 @@ class Evaluator:
             raise HarnessError(str((verdicts or {}).get("harness_error") if isinstance(verdicts, dict) else verdicts))
         self._assemble(record, messages, res, verdicts)
         record.phase_seconds.update(_phase_durations(messages, t_worker, t_worker + res.seconds))
+        spent = verdicts.get("seconds")
+        if isinstance(spent, dict):  # the judge's side of the same phases: where a slow evaluation's time went
+            record.phase_seconds.update({f"judge_{k}": float(v) for k, v in spent.items()
+                                         if isinstance(v, (int, float)) and k.isidentifier()})
         record.stdout_tail = (res.stdout_tail or "")[-2000:]
         if record.status in ("compile_error", "runtime_error") and _disk_full(record.error or "", slot.work):
             raise HarnessError(f"the evaluation ran out of disk (not the candidate's fault): {(record.error or '')[-500:]}")

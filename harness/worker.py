@@ -156,12 +156,20 @@ class JudgeLink:
         if kind != "hello" or not fds:
             raise WireError("the judge did not say hello")
         self.plan = hello
+        self.judge_device_bytes = 0  # the judge's device memory as of its last reply (see _note)
+        self._note(hello)
         self.buf = SharedBuffer(fds[0], int(hello["size"]), pin=pin)
+
+    def _note(self, reply: Any) -> dict:
+        reply = reply if isinstance(reply, dict) else {}
+        with contextlib.suppress(TypeError, ValueError):
+            self.judge_device_bytes = int(reply.get("judge_device_bytes", self.judge_device_bytes))
+        return reply
 
     def request(self, kind: str, payload: Any = None) -> dict:
         self.conn.send(kind, payload)
         _kind, reply = self.conn.recv(timeout=3600)
-        reply = reply if isinstance(reply, dict) else {}
+        reply = self._note(reply)
         if "size" in reply:
             self.buf.map(int(reply["size"]))
         return reply
@@ -177,7 +185,7 @@ class JudgeLink:
         else:
             meta = {"type": "other", "name": type(out).__qualname__}
         self.conn.send("output", meta)
-        self.conn.recv(timeout=3600)  # the judge's "ok": it has read the bytes
+        self._note(self.conn.recv(timeout=3600)[1])  # the judge's "ok": it has read the bytes
 
 
 @dataclass
@@ -218,8 +226,12 @@ class Ctx:
         """Device memory the caching allocator does not hold (raw cudaMalloc in an extension), sampled after
         every call over the candidate's lifetime, not only around one forward."""
         if self.ops.is_cuda:
-            used = self.ops.used_bytes() or 0
-            self.nonalloc_peak = max(self.nonalloc_peak, used - torch.cuda.memory_reserved())
+            self.nonalloc_peak = max(self.nonalloc_peak, self.nonalloc_bytes())
+
+    def nonalloc_bytes(self) -> int:
+        """Device memory in use that neither this process's caching allocator nor the judge's holds: the
+        device-wide figure includes the judge, whose expected outputs come and go between calls."""
+        return (self.ops.used_bytes() or 0) - torch.cuda.memory_reserved() - self.judge.judge_device_bytes
 
 
 def phase_load(ctx: Ctx) -> bool:
@@ -228,7 +240,7 @@ def phase_load(ctx: Ctx) -> bool:
         ctx.mod = exec_source(ctx.job.problem_source, f"<{ctx.job.problem_id}>")
         ctx.l2_limit_before = ctx.ops.persisting_l2_limit() if ctx.ops.is_cuda else None  # the device's own setting
         if ctx.ops.is_cuda:
-            ctx.nonalloc0 = (ctx.ops.used_bytes() or 0) - torch.cuda.memory_reserved()
+            ctx.nonalloc0 = ctx.nonalloc_bytes()
             ctx.nonalloc_peak = ctx.nonalloc0
         ctx.audit = _HarnessIO(ctx.chan)
         sys.addaudithook(ctx.audit.hook)

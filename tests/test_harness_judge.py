@@ -438,3 +438,54 @@ def test_a_refused_timed_output_says_why_even_when_its_error_is_small():
     bad = error_stats(torch.full((64,), float("nan")), exact)
     assert "NaN" in _why_failed(bad, exp)
     assert "all zeros" not in _why_failed(error_stats(exact.float(), exact), exp)
+
+
+def test_the_judges_device_memory_is_not_counted_as_the_kernels(monkeypatch):
+    """Device-level memory outside the candidate's allocator is sampled after every call; the judge shares the
+    device and its expected outputs grow between calls (a scalar multiply read 11 GB of 'held' device memory at
+    full size). Only what neither allocator holds counts, as of the judge's last reply."""
+    import types
+
+    import torch
+
+    from harness.worker import Ctx
+
+    device = {"used": 0}
+    ops = types.SimpleNamespace(is_cuda=True, used_bytes=lambda: device["used"])
+    link = types.SimpleNamespace(judge_device_bytes=0)
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda *a, **k: 100)
+    ctx = Ctx(job=None, chan=None, judge=link, ops=ops, source="")
+    device["used"], link.judge_device_bytes = 1_000 + 100 + 400, 400  # contexts + candidate + judge
+    ctx.nonalloc0 = ctx.nonalloc_peak = ctx.nonalloc_bytes()
+    device["used"], link.judge_device_bytes = 1_000 + 100 + 9_000, 9_000  # the judge cached expected outputs
+    ctx.track_device_memory()
+    assert ctx.nonalloc_peak - ctx.nonalloc0 == 0
+    device["used"] += 5_000  # a raw cudaMalloc the candidate holds
+    ctx.track_device_memory()
+    assert ctx.nonalloc_peak - ctx.nonalloc0 == 5_000
+
+
+def test_shared_device_memory_without_a_driver_is_a_clear_refusal(monkeypatch):
+    """harness.device_buffer needs the CUDA driver's VMM calls; without them the caller gets DeviceBufferError
+    (and keeps host shared memory), never a crash or a half-made buffer."""
+    import ctypes
+
+    import harness.device_buffer as db
+
+    def no_driver(name, *a, **k):
+        raise OSError(f"{name}: cannot open shared object file")
+
+    monkeypatch.setattr(db, "_lib", None)
+    monkeypatch.setattr(ctypes, "CDLL", no_driver)
+    with pytest.raises(db.DeviceBufferError, match="no CUDA driver"):
+        db._check("cuMemCreate")
+
+
+def test_the_record_says_where_the_judges_time_went(ev):
+    """A slow full-size evaluation must say whether references, hand-over, the candidate or the comparison took
+    the time (the 2026-12-01 sweep could only say 'correctness')."""
+    r = ev.evaluate(HONEST, RELU)
+    ps = r.record.phase_seconds
+    parts = ("judge_expected", "judge_handover", "judge_waiting", "judge_compare", "judge_timing_setup", "judge_baselines")
+    assert all(ps.get(k, 0) > 0 for k in parts), ps
+    assert sum(ps[k] for k in parts) <= r.record.eval_seconds + 1.0
