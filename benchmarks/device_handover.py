@@ -3,7 +3,7 @@
     python benchmarks/device_handover.py --sizes-mib 256,1024,4096 --reps 3 --out DIR
 
 The judge hands every trial's inputs to the candidate process and reads every output back through a memfd
-(``harness.shm``): at full size (67 of level 1's 100 problems have a 1 GiB or larger tensor) each trial crosses
+(``harness.shm``): at full size, where most level-1 problems have tensors of a GiB or more, each trial crosses
 the PCIe bus four times. ``harness.device_buffer`` shares one device allocation through a file descriptor
 instead. This checks, on the GPU host, that the importer can map it from inside ``harness.contain``'s PID
 namespace (where legacy CUDA IPC fails), that the bytes arrive intact both ways, and what each path costs per
