@@ -32,9 +32,13 @@ class EvalSettings(BaseModel):
                                  "interval; host time beyond it still counts. 0: start on an idle device, as KernelBench")
     timing_input_sets: int = Field(3, description="rotating input sets for verified timing (distinct pointers)")
     expected_bytes_budget: int = Field(
-        24 * 2**30, description="memory the judge keeps expected outputs in, per problem (on a GPU, outputs over "
-                                "512 MiB in host memory); beyond it they are recomputed when needed. Nothing is "
-                                "written to disk")
+        24 * 2**30, description="host memory a judge keeps expected outputs in, per problem (and at most a fifth of "
+                                "the machine's memory shared by max_judges judges); beyond it they are recomputed "
+                                "when needed. Nothing is written to disk")
+    expected_device_bytes_budget: int = Field(
+        2 * 2**30, ge=0, description="on a GPU, device memory a judge keeps expected outputs in (compared in place, no "
+                                     "copy per comparison); before the host budget. Per judge, so max_judges of them "
+                                     "may be held while a candidate runs")
     max_judges: int = Field(2, ge=1, description="judges (one per problem, each holding its expected outputs) an "
                                                  "Evaluator keeps alive; the least recently used one ends first")
     timed_check_fraction: float = Field(

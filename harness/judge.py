@@ -20,6 +20,7 @@ Run as ``python -m harness.judge CONTROL_FD`` (the parent's end of a socketpair)
 from __future__ import annotations
 
 import contextlib
+import copy
 import ctypes
 import os
 import random
@@ -60,8 +61,19 @@ CPU_WITNESS_SLACK_MS = 25.0
 # Baselines the judge times, by request name -> record field.
 BASELINE_SUBJECTS = {"naive": "naive_baseline_fp32", "tf32": "verified_baseline_tf32", "fp32": "verified_baseline_fp32",
                      "compile": "verified_baseline_compile"}
-# Expected outputs larger than this stay in host memory when the judge shares a GPU with the candidate.
-HOST_RESIDENT_BYTES = 512 * 2**20
+
+
+def placement(nbytes: int, *, cuda: bool, device_cached: int, host_cached: int, device_budget: int,
+              host_budget: int) -> str | None:
+    """Where an expected output is kept for the problem's later candidates: 'device' (compared in place), 'host'
+    (one copy to the device per comparison, no recomputation) or None (recomputed when needed). Either way the use
+    at hand compares against the copy just computed, where it was computed: an output that will not be kept on the
+    host never makes the trip there and back."""
+    if cuda and device_cached + nbytes <= device_budget:
+        return "device"
+    if host_cached + nbytes <= host_budget:
+        return "host"
+    return None
 
 
 def witness_verdict(gaps_s: list[float], reported_ms: list[float], overhead_ms: float, *,
@@ -123,6 +135,12 @@ class Expected:
     def nbytes(self) -> int:
         return self.out.numel() * self.out.element_size() if isinstance(self.out, torch.Tensor) else 0
 
+    def on(self, device: str) -> Expected:
+        """The same expectation with its output copied to ``device``."""
+        moved = copy.copy(self)
+        moved.out = self.out.to(device) if isinstance(self.out, torch.Tensor) else self.out
+        return moved
+
 
 def _dtype_note(st: ErrorStats) -> str:
     return "" if st.dtype_ok else f"; output dtype {st.out_dtype} is not the run's"
@@ -167,10 +185,13 @@ class Judge:
         self._values: dict[str, torch.Tensor] | None = None
         self._models: dict[str, Any] = {}
         self._cache: dict[tuple, Expected] = {}
-        self._cached_bytes = 0
-        # Host memory is shared with the candidate process (and its memory cap): at most a fifth of it.
+        self._cached = {"device": 0, "host": 0}
+        # Host memory is shared with the candidate process (and its memory cap) and with the Evaluator's other
+        # judges: all of them together keep at most a fifth of it. The device is the candidate's: a judge keeps
+        # little there (an idle judge's cache is device memory no candidate can use).
         ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        self._budget = min(self.settings.expected_bytes_budget, ram // 5)
+        self._host_budget = min(self.settings.expected_bytes_budget, ram // (5 * self.settings.max_judges))
+        self._device_budget = self.settings.expected_device_bytes_budget if self.ops.is_cuda else 0
         self.reference_precision = "float64"
         self.rng = random.SystemRandom()
         self._overhead_ms: float | None = None
@@ -288,11 +309,13 @@ class Judge:
                 exact = exact.float()  # large outputs: an fp32 copy of the exact value bounds memory
             exp = Expected(exact, stats, dtype=want, nonfinite=fast_nonfinite)
         del inputs
-        if self.ops.is_cuda and exp.nbytes > HOST_RESIDENT_BYTES:
-            exp.out = exp.out.cpu()  # compared chunk by chunk on the device; the device is the candidate's
-        if self._cached_bytes + exp.nbytes <= self._budget:
-            self._cache[key] = exp
-            self._cached_bytes += exp.nbytes
+        where = placement(exp.nbytes, cuda=self.ops.is_cuda, device_cached=self._cached["device"],
+                          host_cached=self._cached["host"], device_budget=self._device_budget,
+                          host_budget=self._host_budget)
+        if where is not None:
+            # a host-kept copy is compared chunk by chunk on the device when a later candidate needs it
+            self._cache[key] = exp.on("cpu") if where == "host" and self.ops.is_cuda else exp
+            self._cached[where] += exp.nbytes
         self.release()
         return exp
 
@@ -394,6 +417,9 @@ class Session:
             pass  # the candidate process ended (or broke the protocol): judge what arrived
         except Exception as exc:  # noqa: BLE001 - a judge failure is the harness's, reported as such
             return {"harness_error": f"judge failed: {exc!r}"[:2000]}
+        finally:
+            self.timing_sets = []
+            self.buf.close()  # GiBs at full size: the judge serves every later candidate of its problem
         return self._result()
 
     def _loop(self) -> None:

@@ -66,6 +66,15 @@ class SharedBuffer:
             torch.cuda.cudart().cudaHostUnregister(self._pinned)
             self._pinned = None
 
+    def close(self) -> None:
+        """Let the buffer go: the descriptor now, the pages once no tensor made from the map is left (closing the
+        map by hand would fail while one is). Idempotent."""
+        self._unpin()
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+        self._mm = None
+
     def ensure(self, size: int) -> None:
         """Judge side: grow the file (never shrink) and remap."""
         if size > self.size:

@@ -489,3 +489,50 @@ def test_the_record_says_where_the_judges_time_went(ev):
     parts = ("judge_expected", "judge_handover", "judge_waiting", "judge_compare", "judge_timing_setup", "judge_baselines")
     assert all(ps.get(k, 0) > 0 for k in parts), ps
     assert sum(ps[k] for k in parts) <= r.record.eval_seconds + 1.0
+
+
+def test_expected_outputs_are_kept_on_the_device_first_then_the_host_else_recomputed():
+    """At full size a 6 GiB expected output was copied to the host and back for every comparison even when it was
+    not going to be kept; and eight idle judges each kept up to 24 GiB, on a 128 GiB host."""
+    from harness.judge import placement
+
+    gib = 2**30
+    budgets = {"device_budget": 2 * gib, "host_budget": 4 * gib}
+    assert placement(gib, cuda=True, device_cached=0, host_cached=0, **budgets) == "device"
+    assert placement(gib, cuda=True, device_cached=int(1.5 * gib), host_cached=0, **budgets) == "host"
+    assert placement(6 * gib, cuda=True, device_cached=0, host_cached=0, **budgets) is None
+    assert placement(gib, cuda=False, device_cached=0, host_cached=0, device_budget=0, host_budget=4 * gib) == "host"
+
+
+def test_the_judges_host_memory_is_shared_by_all_of_them(tmp_path):
+    import os
+
+    from harness.job import EvalSettings
+
+    ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    s = EvalSettings(max_judges=8)
+    judge = _judge_for(s)
+    assert judge._host_budget * s.max_judges <= ram // 5
+    assert judge._device_budget == 0  # a CPU judge keeps nothing "on the device" besides its host budget
+
+
+def _judge_for(settings):
+    from harness.judge import Judge
+    from problems import load
+
+    with harness.Evaluator("cpu", "small", settings=settings) as e:
+        job = e._base_job(load(RELU)).model_copy(update={"fresh_seeds": list(range(1, 40)), "perturb_seed": 7})
+    return Judge(job)
+
+
+def test_a_judge_keeps_no_shared_buffer_of_a_finished_evaluation(ev):
+    """Each evaluation's shared buffer (a memfd as large as its inputs and output: GiBs at full size) must go with
+    it; a judge serves every candidate of its problem, and each one's buffer stayed open until the judge ended."""
+    ev.evaluate(HONEST, RELU)
+    pid = ev._judges[RELU].child.proc.pid
+    before = sorted(os.listdir(f"/proc/{pid}/fd"))
+    for _ in range(3):
+        ev.evaluate(HONEST, RELU)
+    assert ev._judges[RELU].child.proc.pid == pid
+    memfds = [f for f in os.listdir(f"/proc/{pid}/fd") if "kv-shm" in os.readlink(f"/proc/{pid}/fd/{f}")]
+    assert len(memfds) == 0 and len(os.listdir(f"/proc/{pid}/fd")) <= len(before)
