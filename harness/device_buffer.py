@@ -7,13 +7,16 @@ segment that could hold anything else), exports a POSIX file descriptor, and sen
 (SCM_RIGHTS); the importer maps it into its own address space. Legacy ``cudaIpcGetMemHandle`` handles do not work
 across PID namespaces (the candidate process runs in one); descriptors passed over a socket do.
 
-Not used by the evaluator yet: ``benchmarks/device_handover.py`` checks it across a PID namespace on the GPU host
-and measures it against host shared memory first.
+Used by the evaluator only where ``EvalSettings.device_handover`` asks (off by default until
+``benchmarks/device_handover.py`` has checked it across a PID namespace on the GPU host). ``KV_DEVICE_BUFFER=host``
+puts the same protocol (a descriptor per allocation, a new allocation to grow) over host memory, so machines without
+a GPU test it.
 """
 
 from __future__ import annotations
 
 import ctypes
+import mmap
 import os
 
 import torch
@@ -163,3 +166,41 @@ class DeviceBuffer:
             os.close(self.fd)
             self.fd = None
         self.ptr = None
+
+
+class HostBackedBuffer:
+    """DeviceBuffer's interface over a memfd (``KV_DEVICE_BUFFER=host``): the hand-over protocol without a GPU."""
+
+    def __init__(self, fd: int, size: int, *, exported: bool) -> None:
+        self.size, self.device = size, None
+        self._mm: mmap.mmap | None = mmap.mmap(fd, size)
+        self.bytes = torch.frombuffer(self._mm, dtype=torch.uint8)
+        self.fd: int | None = fd if exported else None
+        if not exported:
+            os.close(fd)  # mapped, as DeviceBuffer.attach closes its copy once imported
+
+    @classmethod
+    def create(cls, nbytes: int, device: int | None = None) -> HostBackedBuffer:
+        size = max(2**21, (nbytes + 2**21 - 1) // 2**21 * 2**21)
+        fd = os.memfd_create("kv-dev", 0)
+        os.ftruncate(fd, size)
+        return cls(fd, size, exported=True)
+
+    @classmethod
+    def attach(cls, fd: int, size: int, device: int | None = None) -> HostBackedBuffer:
+        return cls(fd, size, exported=False)
+
+    def view(self, offset: int, nbytes: int) -> torch.Tensor:
+        if offset < 0 or nbytes < 0 or offset + nbytes > self.size:
+            raise ValueError(f"{offset}+{nbytes} is outside the buffer of {self.size} bytes")
+        return self.bytes[offset:offset + nbytes]
+
+    def close(self) -> None:
+        self.bytes, self._mm = None, None  # the pages go with the last view
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
+
+
+def shared_buffer_type() -> type[DeviceBuffer] | type[HostBackedBuffer]:
+    return HostBackedBuffer if os.environ.get("KV_DEVICE_BUFFER") == "host" else DeviceBuffer

@@ -36,6 +36,7 @@ from problems.module import exec_source, forward_arg_names
 
 from .compare import error_stats
 from .device import Clock, DeviceOps
+from .device_buffer import DeviceBufferError
 from .guard_registry import outcome
 from .inputs import forward_seed, make_inputs, perturbed_parameters
 from .job import JobSpec
@@ -44,7 +45,7 @@ from .precision import casts, torch_dtype
 from .protocols import VERIFIED
 from .record import ErrorStats, GuardOutcome, TrialResult
 from .reference import build_model, environment, pytorch_default_flags, tf32, trial_plan
-from .shm import DTYPES, SharedBuffer, args_nbytes, pack_args
+from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, pack_args
 from .timing import naive_samples, verified_call
 from .wire import Conn, WireError
 
@@ -363,7 +364,7 @@ class Session:
 
     def __init__(self, judge: Judge, conn: Conn) -> None:
         self.j, self.conn = judge, conn
-        self.buf = SharedBuffer.create(pin=judge.settings.pin_shared_memory and judge.ops.is_cuda)
+        self.buf = self._new_buffer()
         self.naive_trials: list[TrialResult] = []
         self.verified_trials: list[TrialResult] = []
         self.guards: list[GuardOutcome] = []
@@ -397,19 +398,37 @@ class Session:
         finally:
             self.spent[what] = self.spent.get(what, 0.0) + time.perf_counter() - t0
 
+    def _new_buffer(self) -> SharedBuffer:
+        s, cuda = self.j.settings, self.j.ops.is_cuda
+        if s.device_handover and (cuda or os.environ.get("KV_DEVICE_BUFFER") == "host"):
+            with contextlib.suppress(DeviceBufferError):  # the driver refused: host memory, and the hello says so
+                return DeviceSharedBuffer.create()
+        return SharedBuffer.create(pin=s.pin_shared_memory and cuda)
+
     def _send(self, kind: str, payload: dict | None = None, fds: list[int] | None = None) -> None:
         """Every reply carries the device memory this process holds right then: the candidate process counts
         device-level memory outside its allocator, and the judge's share (expected outputs, references, the
         baselines' buffers) moves between calls; it must not be counted as the kernel's."""
         if self.j.ops.is_cuda:
             payload = {**(payload or {}), "judge_device_bytes": torch.cuda.memory_reserved()}
+        pending = getattr(self.buf, "pending_fd", None)
+        if pending is not None and not fds:  # a device buffer grew: its new descriptor goes with this reply
+            fds, self.buf.pending_fd = [pending], None
         self.conn.send(kind, payload, fds=fds)
+
+    @property
+    def handover(self) -> str:
+        """'device', 'host', or 'host-fallback' (device hand-over asked for, refused by the driver)."""
+        if isinstance(self.buf, DeviceSharedBuffer):
+            return "device"
+        return "host-fallback" if self.j.settings.device_handover else "host"
 
     # Each request kind may come once per index, in this order; anything else ends the session.
     def run(self) -> dict:
         j = self.j
         hello = {"naive": len(j.naive_plan), "verified": [t.distribution for t in j.verified_plan],
-                 "timing_sets": len(j.timing_seeds), "size": self.buf.size, "compile_baseline": j.compiled is not None}
+                 "timing_sets": len(j.timing_seeds), "size": self.buf.size, "compile_baseline": j.compiled is not None,
+                 "buffer": self.handover}
         try:
             self._send("hello", hello, fds=[self.buf.fd])
             self._loop()
@@ -706,6 +725,7 @@ class Session:
             "baseline_ms": self.baseline_ms,
             "compile": {"seconds": self.j.compile_seconds, "error": self.j.compile_error},
             "seconds": self.spent,
+            "handover": self.handover,
         }
 
 

@@ -657,6 +657,11 @@ class Evaluator:
                                            + ", ".join(mapping["reference_only"][:6]))
         if verdicts.get("reference_precision"):
             record.provenance.notes.append(f"exact reference computed in {verdicts['reference_precision']}")
+        if verdicts.get("handover") == "device":
+            record.provenance.notes.append("inputs and outputs handed over in shared device memory")
+        elif verdicts.get("handover") == "host-fallback":
+            record.provenance.notes.append("inputs and outputs handed over in host memory (the driver refused a "
+                                           "shared device buffer)")
         record.output_dtype = verdicts.get("output_dtype")
         phase = "load"
         done = candidate_ran = False

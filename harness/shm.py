@@ -13,6 +13,7 @@ from typing import Any
 
 import torch
 
+from .device_buffer import DeviceBuffer, shared_buffer_type
 from .wire import WireError
 
 # dtypes that may cross; anything else is refused (the judge never getattr's a name it did not list).
@@ -109,6 +110,55 @@ class SharedBuffer:
         if nbytes:
             out.reshape(-1).view(torch.uint8).copy_(self._bytes(offset, nbytes))
         return out
+
+
+class DeviceSharedBuffer(SharedBuffer):
+    """The same layout in device memory both processes map (``harness.device_buffer``; EvalSettings.device_handover):
+    inputs and outputs are copied device to device. It cannot grow in place: a larger one is a new allocation, whose
+    descriptor goes out with the judge's next reply (``pending_fd``) and replaces the other side's mapping."""
+
+    def __init__(self, dev: DeviceBuffer) -> None:  # not super().__init__: that maps a memfd
+        self.dev, self.size, self.pin = dev, dev.size, False
+        self.fd = dev.fd if dev.fd is not None else -1
+        self.pending_fd: int | None = None
+
+    @classmethod
+    def create(cls, size: int = 1 << 20, *, pin: bool = False) -> DeviceSharedBuffer:
+        return cls(shared_buffer_type().create(size))
+
+    @classmethod
+    def attach(cls, fd: int, size: int) -> DeviceSharedBuffer:
+        return cls(shared_buffer_type().attach(fd, size))
+
+    def map(self, size: int) -> None:
+        if size != self.size:
+            raise WireError(f"the device buffer changed size ({self.size} -> {size}) without a new descriptor")
+
+    def remap(self, fd: int, size: int) -> None:
+        """Other side: the judge's new, larger allocation replaces the old one."""
+        self.dev.close()
+        self.dev, self.size = shared_buffer_type().attach(fd, size), size
+
+    def ensure(self, size: int) -> None:
+        if size > self.size:
+            self.dev.close()
+            self.dev = shared_buffer_type().create(size + size // 4)  # headroom: later inputs may be a bit larger
+            self.size, self.fd, self.pending_fd = self.dev.size, self.dev.fd, self.dev.fd
+
+    def _bytes(self, offset: int, nbytes: int) -> torch.Tensor:
+        if offset < 0 or nbytes < 0 or offset + nbytes > self.size:
+            raise WireError(f"descriptor outside the shared buffer ({offset}+{nbytes} > {self.size})")
+        return self.dev.view(offset, nbytes)
+
+    def write(self, t: torch.Tensor, offset: int) -> dict:
+        desc = super().write(t, offset)
+        if self.dev.bytes.is_cuda:
+            torch.cuda.synchronize()  # the other process reads it on its own stream once told: complete before that
+        return desc
+
+    def close(self) -> None:
+        self.dev.close()
+        self.fd = -1
 
 
 def pack_args(buf: SharedBuffer, args: list[Any], *, grow: bool, offset: int = 0) -> list[dict]:

@@ -31,7 +31,7 @@ from .job import JobSpec
 from .precision import torch_dtype
 from .record import GuardOutcome, Memory, Timing
 from .reference import build_model, tf32
-from .shm import DTYPES, SharedBuffer, dtype_name, unpack_args
+from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, dtype_name, unpack_args
 from .timing import Subject, VerifiedBudget, event_vs_synced, naive_samples, time_verified
 from .wire import Conn, WireError
 
@@ -158,7 +158,8 @@ class JudgeLink:
         self.plan = hello
         self.judge_device_bytes = 0  # the judge's device memory as of its last reply (see _note)
         self._note(hello)
-        self.buf = SharedBuffer(fds[0], int(hello["size"]), pin=pin)
+        self.buf = DeviceSharedBuffer.attach(fds[0], int(hello["size"])) if hello.get("buffer") == "device" \
+            else SharedBuffer(fds[0], int(hello["size"]), pin=pin)
 
     def _note(self, reply: Any) -> dict:
         reply = reply if isinstance(reply, dict) else {}
@@ -168,9 +169,11 @@ class JudgeLink:
 
     def request(self, kind: str, payload: Any = None) -> dict:
         self.conn.send(kind, payload)
-        _kind, reply = self.conn.recv(timeout=3600)
+        _kind, reply, fds = self.conn.recv(with_fds=True, timeout=3600)
         reply = self._note(reply)
-        if "size" in reply:
+        if fds and isinstance(self.buf, DeviceSharedBuffer):  # the judge's buffer grew: a new allocation
+            self.buf.remap(fds[0], int(reply["size"]))
+        elif "size" in reply:
             self.buf.map(int(reply["size"]))
         return reply
 

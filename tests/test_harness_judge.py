@@ -536,3 +536,24 @@ def test_a_judge_keeps_no_shared_buffer_of_a_finished_evaluation(ev):
     assert ev._judges[RELU].child.proc.pid == pid
     memfds = [f for f in os.listdir(f"/proc/{pid}/fd") if "kv-shm" in os.readlink(f"/proc/{pid}/fd/{f}")]
     assert len(memfds) == 0 and len(os.listdir(f"/proc/{pid}/fd")) <= len(before)
+
+
+def test_the_device_hand_over_protocol_gives_the_same_verdicts(monkeypatch):
+    """EvalSettings.device_handover: one allocation per size, a new one (and its descriptor with the next reply) to
+    grow, the candidate remapping it. Run over host memory here (KV_DEVICE_BUFFER=host: the same protocol without a
+    GPU); the verdicts are those of the memfd hand-over, hack and honest alike, parameters included."""
+    monkeypatch.setenv("KV_DEVICE_BUFFER", "host")
+    layernorm_src = (Path(harness.__file__).parent / "fixtures" / "legit" / "cpu").glob("*layernorm*.py")
+    layernorm = next(iter(sorted(layernorm_src)))
+    cases = [(HONEST, RELU, ("correct", "correct")),
+             ("import torch.nn as nn\nclass ModelNew(nn.Module):\n    def forward(self, x):\n        return x\n", RELU,
+              ("correct", "hack"))]  # ReLU's inputs are positive: naive cannot tell the identity from it
+    with harness.Evaluator("cpu", "small", settings=SETTINGS.model_copy(update={"device_handover": True})) as e:
+        for src, pid, want in cases:
+            r = e.evaluate(src, pid)
+            assert _verdicts(r) == want, r.results["verified"].reasons
+            assert "inputs and outputs handed over in shared device memory" in r.record.provenance.notes
+        text = layernorm.read_text()
+        problem = next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("# problem:"))
+        r = e.evaluate(text, problem)
+        assert r.record.param_mapping and _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
