@@ -4,11 +4,12 @@ harness errors, and the peak GPU memory in use (nvidia-smi, when present).
 
     python benchmarks/corpora.py leaderboard MIRROR /tmp/lb        # lay out a corpus (not committed)
     python benchmarks/full_size_sweep.py --replay /tmp/lb/replay/gpt-o1,/tmp/lb/replay/cuda-l1-h100 \\
-        --problems-dir /tmp/lb/problems --out DIR [--limit K] [--device cuda] [--size full] [--deadline-s 1500] \\
-        [--eval-set KEY=VALUE ...]
+        --problems-dir /tmp/lb/problems --out DIR [--limit K] [--stride S --offset O] [--device cuda] [--size full] \\
+        [--deadline-s 1500] [--eval-set KEY=VALUE ...]
 
 The sweep is ``python -m agents.sweep --models replay:A,replay:B,... --turns 1`` in a child process, over every
-recorded kernel (all samples) or, with --limit, over the first K recorded problems (sample 0 of each model); the
+recorded kernel (all samples) or, with --limit/--stride/--offset, over the recorded problems picked (every S-th from
+O, then the first K; sample 0 of each model); the
 figures come from its run folder (attempts.jsonl, errors.jsonl) and from sampling while it runs. With --deadline-s
 the sweep is stopped at that time and the figures cover the candidates finished by then (said in the table).
 Writes full_size_sweep.md / .json under --out, and keeps the run folder (OUT/run, or --run-dir) for
@@ -97,11 +98,22 @@ def read_run(run_dir: Path) -> dict:
             "verdicts": {k: dict(v) for k, v in verdicts.items()}}
 
 
+def pick(problems: list, stride: int = 1, offset: int = 0, limit: int = 0) -> list:
+    """Every ``stride``-th problem from ``offset`` (sorted by level, then number: each level in proportion), then the
+    first ``limit`` of those (0: all)."""
+    chosen = sorted(problems)[offset::max(1, stride)]
+    return chosen[:limit] if limit else chosen
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--replay", required=True, help="comma-separated folders of recorded kernels (replay:DIR each)")
     ap.add_argument("--problems-dir", required=True)
     ap.add_argument("--limit", type=int, default=0, help="evaluate the first K recorded problems (0: every kernel)")
+    ap.add_argument("--stride", type=int, default=1, help="every STRIDE-th recorded problem (by level, then number), "
+                    "from --offset: a sample spread over the levels as a whole sweep is, and another offset in the next "
+                    "session adds problems not yet evaluated")
+    ap.add_argument("--offset", type=int, default=0)
     ap.add_argument("--run-dir", help="the sweep's run folder (default OUT/run; must not hold a run)")
     ap.add_argument("--eval-set", action="append", default=[], metavar="KEY=VALUE", help="passed to agents.sweep")
     ap.add_argument("--device", default="cuda")
@@ -121,10 +133,11 @@ def main() -> int:
     cmd = [sys.executable, "-m", "agents.sweep", "--models", ",".join(f"replay:{f}" for f in folders),
            "--problems-dir", args.problems_dir, "--turns", "1", "--device", args.device, "--size", args.size,
            "--run-dir", str(run_dir), "--no-progress", *[a for kv in args.eval_set for a in ("--eval-set", kv)]]
-    if args.limit:
-        problems = problems[: args.limit]
+    problems = pick(problems, args.stride, args.offset, args.limit)
+    picked = args.limit or args.stride > 1 or args.offset
+    if picked:
         cmd += ["--problems", ",".join(f"{lv}/{n}" for lv, n in problems)]
-    candidates = len(recorded) if not args.limit else sum(1 for lv, n, s in recorded if s == 0 and (lv, n) in problems)
+    candidates = len(recorded) if not picked else sum(1 for lv, n, s in recorded if s == 0 and (lv, n) in problems)
     run_dir.parent.mkdir(parents=True, exist_ok=True)
     sampler = Sampler([run_dir.parent, Path(tempfile.gettempdir()), Path.home()])
     sampler.start()

@@ -181,6 +181,17 @@ def test_full_size_sweep_reads_verdicts_and_survives_a_torn_line(tmp_path):
     assert run["verdicts"] == {"naive": {"correct": 2}, "verified": {"hack": 1, "correct": 1}}
 
 
+def test_full_size_sweep_picks_a_sample_spread_over_the_levels_and_the_next_offset_adds_new_problems():
+    from full_size_sweep import pick
+
+    problems = [(lv, n) for lv, count in ((1, 100), (2, 100), (3, 50)) for n in range(1, count + 1)]
+    first, second = pick(problems, stride=5, offset=0), pick(problems, stride=5, offset=1)
+    assert len(first) == 50 and {lv for lv, _ in first} == {1, 2, 3}
+    assert sum(1 for lv, _ in first if lv == 3) == 10  # in proportion to the level's share
+    assert not set(first) & set(second)
+    assert pick(problems, limit=3) == [(1, 1), (1, 2), (1, 3)]
+
+
 def test_cudal1_corpus_shares_the_problems_folder_and_leaves_out_what_differs(tmp_path):
     from corpora import Source, cudal1
 
