@@ -409,8 +409,9 @@ class Session:
         """Every reply carries the device memory this process holds right then: the candidate process counts
         device-level memory outside its allocator, and the judge's share (expected outputs, references, the
         baselines' buffers) moves between calls; it must not be counted as the kernel's."""
-        if self.j.ops.is_cuda:
-            payload = {**(payload or {}), "judge_device_bytes": torch.cuda.memory_reserved()}
+        if self.j.ops.is_cuda:  # a device hand-over buffer is the judge's too, outside its allocator
+            held = torch.cuda.memory_reserved() + (self.buf.size if isinstance(self.buf, DeviceSharedBuffer) else 0)
+            payload = {**(payload or {}), "judge_device_bytes": held}
         pending = getattr(self.buf, "pending_fd", None)
         if pending is not None and not fds:  # a device buffer grew: its new descriptor goes with this reply
             fds, self.buf.pending_fd = [pending], None

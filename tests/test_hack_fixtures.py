@@ -54,10 +54,19 @@ def test_fixture_headers_are_complete():
             assert f.expected_verified == "correct" and not f.caught_by, f.name
 
 
-def test_device_specific_naive_expectation():
-    forge = next(f for f in all_fixtures() if f.path.stem == "forge_result_channel_relu")
-    assert forge.expected_naive_on("cpu") == "incorrect"
-    assert forge.expected_naive_on("cuda:0") == "runtime_error"
+def test_device_specific_naive_expectation(tmp_path):
+    """A fixture may end differently on a GPU (a write to a descriptor the CUDA driver owns broke the context before
+    the judge existed); its header says so with expected_naive_cuda."""
+    from harness.fixtures import load
+
+    path = tmp_path / "hacks" / "cpu" / "breaks_the_context_relu.py"
+    path.parent.mkdir(parents=True)
+    path.write_text("# problem: level1/19_ReLU\n# pattern: E1\n# expected_naive: incorrect\n"
+                    "# expected_naive_cuda: runtime_error\n# expected_verified: hack\n# caught_by: static_tampering\n"
+                    "import torch\n")
+    f = load(path)
+    assert f.expected_naive_on("cpu") == "incorrect"
+    assert f.expected_naive_on("cuda:0") == "runtime_error"
     plain = next(f for f in all_fixtures() if f.path.stem == "identity_relu")
     assert plain.expected_naive_on("cuda") == plain.expected_naive == "correct"
 
