@@ -34,6 +34,7 @@ import torch
 from problems.domains import Domain
 from problems.module import exec_source, forward_arg_names
 
+from . import messages as M
 from .compare import error_stats
 from .device import Clock, DeviceOps
 from .device_buffer import DeviceBufferError
@@ -448,54 +449,68 @@ class Session:
         next_naive, next_verified = 0, 0
         while True:
             kind, p = self.conn.recv(timeout=timeout)
-            p = p if isinstance(p, dict) else {}
-            if kind == "naive_trial" and p.get("index") == next_naive < len(j.naive_plan) and next_verified == 0:
-                spec = j.naive_plan[next_naive]
-                with self._clock("expected"):
-                    exp = j.expected(("naive", next_naive), spec.seed, spec.scale, "default", naive=True)
-                tr = TrialResult(distribution=spec.distribution, seed=spec.seed, params=spec.params,
-                                 reference_nonfinite=exp.nonfinite)
-                self.naive_trials.append(tr)
-                self._trial(spec.seed, spec.scale, exp, tr)
-                next_naive += 1
-            elif kind == "params" and self.mapping is None and next_verified == 0:
-                self._params(p.get("params"))
-            elif kind == "verified_trial" and p.get("index") == next_verified < len(j.verified_plan):
-                if self.mapping is None:
-                    self._params([])  # a candidate that never said what it holds holds nothing
-                spec = j.verified_plan[next_verified]
-                with self._clock("expected"):
-                    exp = j.expected(("verified", next_verified, self.variant), spec.seed, spec.scale, self.variant,
-                                     naive=False, distribution=spec.distribution)
-                tr = TrialResult(distribution=spec.distribution, seed=spec.seed,
-                                 params="perturbed" if self.variant == "perturbed" else "default",
-                                 tf32_baseline_max_abs=exp.tf32_max_abs, tf32_baseline_min_tolerance=exp.tf32_min_tolerance,
-                                 tf32_baseline_all_zero=exp.tf32_all_zero,
-                                 reference_nonfinite=exp.nonfinite)
-                self.verified_trials.append(tr)
-                self._trial(spec.seed, spec.scale, exp, tr, spec.distribution)
-                next_verified += 1
-            elif kind == "timing_inputs" and self.timing_started is None and next_verified:
-                with self._clock("timing_setup"):
-                    self._timing_inputs()
-            elif kind == "called" and self.timing_started is not None:
-                self._called(p)
-            elif kind == "baseline" and self.timing_started is not None and self.timing_sets:
-                with self._clock("baselines"):
-                    self._baseline(p)
-            elif kind == "guard_output" and self.timing_started is not None:
-                self._guard_output(p)
-            elif kind == "timing_done" and self.timing_started is not None:
-                self.timing_sets = []
-                self.j.release()
-                self._witness()
-                self._send("ok")
-            elif kind == "finish":
+            self._arrived = time.perf_counter()  # before anything else: the timing witness's clock
+            try:
+                req = M.parse(kind, p)
+                if self._handle(kind, req, next_naive, next_verified):
+                    next_naive += kind == "naive_trial"
+                    next_verified += kind == "verified_trial"
+                    continue
+            except M.ProtocolBreach as exc:
+                self.protocol_error = self.protocol_error or f"unexpected request {kind!r} {str(p)[:120]} ({exc})"
+                return
+            if kind == "finish" and self.protocol_error is None:
                 self._send("ok")
                 return
-            else:
+            if self.protocol_error is None:
                 self.protocol_error = f"unexpected request {kind!r} {str(p)[:120]}"
-                return
+            return
+
+    def _handle(self, kind: str, req: M.Request, next_naive: int, next_verified: int) -> bool:
+        """Serve one request that came in its turn; False: out of order (or 'finish', which ends the session)."""
+        j = self.j
+        if kind == "naive_trial" and req.index == next_naive < len(j.naive_plan) and next_verified == 0:
+            spec = j.naive_plan[next_naive]
+            with self._clock("expected"):
+                exp = j.expected(("naive", next_naive), spec.seed, spec.scale, "default", naive=True)
+            tr = TrialResult(distribution=spec.distribution, seed=spec.seed, params=spec.params,
+                             reference_nonfinite=exp.nonfinite)
+            self.naive_trials.append(tr)
+            self._trial(spec.seed, spec.scale, exp, tr)
+        elif kind == "params" and self.mapping is None and next_verified == 0:
+            self._params(req.params)
+        elif kind == "verified_trial" and req.index == next_verified < len(j.verified_plan):
+            if self.mapping is None:
+                self._params([])  # a candidate that never said what it holds holds nothing
+            spec = j.verified_plan[next_verified]
+            with self._clock("expected"):
+                exp = j.expected(("verified", next_verified, self.variant), spec.seed, spec.scale, self.variant,
+                                 naive=False, distribution=spec.distribution)
+            tr = TrialResult(distribution=spec.distribution, seed=spec.seed,
+                             params="perturbed" if self.variant == "perturbed" else "default",
+                             tf32_baseline_max_abs=exp.tf32_max_abs, tf32_baseline_min_tolerance=exp.tf32_min_tolerance,
+                             tf32_baseline_all_zero=exp.tf32_all_zero,
+                             reference_nonfinite=exp.nonfinite)
+            self.verified_trials.append(tr)
+            self._trial(spec.seed, spec.scale, exp, tr, spec.distribution)
+        elif kind == "timing_inputs" and self.timing_started is None and next_verified:
+            with self._clock("timing_setup"):
+                self._timing_inputs()
+        elif kind == "called" and self.timing_started is not None:
+            self._called(req)
+        elif kind == "baseline" and self.timing_started is not None and self.timing_sets:
+            with self._clock("baselines"):
+                self._baseline(req)
+        elif kind == "guard_output" and self.timing_started is not None:
+            self._guard_output(req)
+        elif kind == "timing_done" and self.timing_started is not None:
+            self.timing_sets = []
+            self.j.release()
+            self._witness()
+            self._send("ok")
+        else:
+            return False
+        return True
 
     # -- helpers --------------------------------------------------------------------------------------
     def _out_slot(self, in_bytes: int, exp: Expected) -> tuple[int, int]:
@@ -512,16 +527,22 @@ class Session:
         with self._clock("compare"):
             return self._judge_output(kind, meta, offset, cap, exp)
 
-    def _judge_output(self, kind: str, meta: Any, offset: int, cap: int, exp: Expected) -> tuple[ErrorStats | None, str | None]:
-        if kind != "output" or not isinstance(meta, dict):
+    def _judge_output(self, kind: str, meta: Any, offset: int, cap: int,
+                      exp: Expected) -> tuple[ErrorStats | None, str | None]:
+        if kind != "output":
             self.protocol_error = f"sent {kind!r} {str(meta)[:120]} where its output was due"
             raise WireError(self.protocol_error)
-        if meta.get("type") == "exception":
-            return None, str(meta.get("text", ""))[-4000:]
-        if meta.get("type") != "tensor":
+        try:
+            sent = M.parse(kind, meta)
+        except M.ProtocolBreach as exc:
+            self.protocol_error = f"sent a malformed output ({exc})"
+            raise
+        if sent.type == "exception":
+            return None, sent.text[-4000:]
+        if sent.type != "tensor":
             return error_stats(object(), exp.out) if isinstance(exp.out, torch.Tensor) else None, None
-        shape = [int(x) for x in meta.get("shape", [])]
-        dtype = str(meta.get("dtype"))
+        shape = list(sent.shape)
+        dtype = str(sent.dtype)
         if dtype not in DTYPES:
             raise WireError(f"unknown dtype {dtype!r}")
         nbytes = (torch.Size(shape).numel()) * torch.empty((), dtype=DTYPES[dtype]).element_size()
@@ -557,12 +578,8 @@ class Session:
             raise
         self._send("ok")
 
-    def _params(self, params: Any) -> None:
-        cand = []
-        if isinstance(params, list):
-            for item in params[:10_000]:
-                with contextlib.suppress(TypeError, ValueError, IndexError):
-                    cand.append((str(item[0]), tuple(int(x) for x in item[1])))
+    def _params(self, params: list[tuple[str, list[int]]]) -> None:
+        cand = [(name, tuple(shape)) for name, shape in params]
         self.mapping = map_parameters(self.j.reference_params(), cand)
         self.variant = "default" if self.mapping.skipped else "perturbed"
         values = self.j.values() if not self.mapping.skipped else {}
@@ -597,16 +614,13 @@ class Session:
         self.timing_started = time.perf_counter()
         self._send("timing_inputs", {"sets": descs, "size": self.buf.size, "out_offset": off, "out_capacity": cap})
 
-    def _baseline(self, p: dict) -> None:
+    def _baseline(self, req: M.Baseline) -> None:
         """Time the reference here: a naive loop, or one round of the verified method (or untimed warm-up
         calls), on the input sets the kernel is timed on. Settings come from the job, not the request."""
-        subject, n, start = p.get("subject"), p.get("n"), p.get("start", 0)
-        if subject not in BASELINE_SUBJECTS or not isinstance(n, int) or not 0 < n <= 100_000 \
-                or not isinstance(start, int) or start < 0:
-            raise WireError(f"bad baseline request {str(p)[:120]}")
+        subject, n, start = req.subject, req.n, req.start
         j, sets = self.j, self.timing_sets
         if subject == "compile" and j.compiled is None:
-            raise WireError("no torch.compile baseline to time")
+            raise M.ProtocolBreach("no torch.compile baseline to time")
         model = j.compiled if subject == "compile" else j._model(self.variant, False)
         st = j.settings
         flags = tf32(True) if subject == "tf32" else pytorch_default_flags()
@@ -614,12 +628,12 @@ class Session:
         with torch.no_grad(), flags:
             if subject == "naive":
                 if self.baseline_ms["naive_baseline_fp32"]:
-                    raise WireError("the naive baseline was asked for twice")
+                    raise M.ProtocolBreach("the naive baseline was asked for twice")
                 samples = naive_samples(lambda: model(*sets[0]), j.ops, st.naive_warmup, st.naive_timing_trials)
                 if j.compiled is not None:
                     self.baseline_ms["naive_baseline_compile"] = naive_samples(
                         lambda: j.compiled(*sets[0]), j.ops, st.naive_warmup, st.naive_timing_trials)
-            elif not p.get("timed", True):
+            elif not req.timed:
                 for k in range(n):
                     model(*sets[(start + k) % len(sets)])
                 j.ops.sync()
@@ -639,13 +653,13 @@ class Session:
         key, seed = self.timing_keys[idx]
         return self.j.expected(key, seed, 1.0, self.variant, naive=False)
 
-    def _called(self, p: dict) -> None:
-        arrived = time.perf_counter()
-        idx = p.get("set")
-        if not isinstance(idx, int) or not 0 <= idx < len(self.timing_keys):
-            raise WireError("timed call on an unknown input set")
-        if isinstance(p.get("ms"), (int, float)):
-            self.reported_kernel_ms.append(float(p["ms"]))
+    def _called(self, req: M.Called) -> None:
+        arrived = self._arrived
+        idx = req.set
+        if idx >= len(self.timing_keys):
+            raise M.ProtocolBreach("timed call on an unknown input set")
+        if req.ms is not None:
+            self.reported_kernel_ms.append(req.ms)
         # Decided only now, after the call returned and its output was captured: unpredictable to it.
         s = self.j.settings
         # At least a few checks expected even when the timer stops at its minimum number of calls.
@@ -668,19 +682,17 @@ class Session:
         self._send("ok")
         self.called_at.append((arrived, released))
 
-    def _guard_output(self, p: dict) -> None:
-        name = str(p.get("guard", ""))[:60]
-        idx = p.get("expect_set")
-        if name not in ("same_pointer_new_contents", "waits_for_caller_stream") or not isinstance(idx, int) \
-                or not 0 <= idx < len(self.timing_keys):
-            raise WireError("bad guard request")
+    def _guard_output(self, req: M.GuardOutput) -> None:
+        name, idx = req.guard, req.expect_set
+        if idx >= len(self.timing_keys):
+            raise M.ProtocolBreach("guard output checked against an unknown input set")
         exp = self._expected_timing(idx)
         self._send("check", {"check": True})
         st, exc = self._receive_output(self.out_off, self.out_cap, exp)
         ok = exc is None and st is not None and verified_pass(st, exp, self.j.precision)
         detail = "" if ok else (
             f"inputs rewritten in place with new values, call raised: {exc[-200:]}" if exc else
-            f"inputs rewritten in place with new values (behind a {p.get('hold_us', 0):.0f} us hold): "
+            f"inputs rewritten in place with new values (behind a {req.hold_us:.0f} us hold): "
             f"{_why_failed(st, exp) if st else 'no output'} against the new answer (a stale or cached result, or work "
             f"that read the inputs before the rewrite)")
         self.guards.append(outcome(name, ok, detail=detail))

@@ -557,3 +557,35 @@ def test_the_device_hand_over_protocol_gives_the_same_verdicts(monkeypatch):
         problem = next(line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("# problem:"))
         r = e.evaluate(text, problem)
         assert r.record.param_mapping and _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
+
+
+def test_a_malformed_message_to_the_judge_is_a_protocol_breach_not_a_harness_error(ev):
+    """Every request is validated against harness.messages before the judge acts on it. An output claiming a
+    negative shape used to raise inside the judge: a harness error, retried on every resume, so the kernel could
+    never get a verdict."""
+    forger = """
+import sys, torch, torch.nn as nn
+link = getattr(sys.modules["__main__"], "JudgeLink", None)
+if link is not None:
+    def send_output(self, out, offset, capacity, exc=None):
+        self.conn.send("output", {"type": "tensor", "shape": [-1], "dtype": "float32"})
+        self.conn.recv(timeout=60)
+    link.send_output = send_output
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+    r = ev.evaluate(forger, RELU)
+    assert r.results["verified"].verdict == "hack" and r.results["naive"].verdict != "correct"
+    breach = next(g for g in r.record.guards if g.name == "judge_protocol")
+    assert not breach.passed and "malformed" in breach.detail and "shape" in breach.detail
+
+
+def test_the_judges_requests_are_declared_once_and_refuse_what_the_worker_never_sends():
+    from harness import messages as M
+
+    assert M.parse("baseline", {"subject": "tf32", "n": 5}).n == 5
+    for kind, bad in (("baseline", {"subject": "tf32", "n": 10**9}), ("guard_output", {"guard": "x", "expect_set": 0}),
+                      ("called", {"set": -1}), ("naive_trial", {"index": 0, "extra": 1}), ("nonsense", {})):
+        with pytest.raises(M.ProtocolBreach):
+            M.parse(kind, bad)
