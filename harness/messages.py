@@ -1,18 +1,21 @@
-"""What the candidate process may send the judge, declared once: each request kind and the shape of its payload.
+"""What the candidate process may send, declared once: its requests to the judge and its reports to the parent,
+each kind with the shape of its payload.
 
 The candidate side builds its requests from these models and the judge validates every message it receives
-against them before acting on it, so a payload the harness's own worker would never send (a negative shape, a
-baseline of a million calls, an unknown guard, an extra field) is a protocol breach (``judge_protocol``), never an
-exception inside the judge. The judge's replies are not modelled here: the candidate process trusts nothing
-it is told beyond the bytes it is handed.
+against them before acting on it; the parent does the same with the reports. A payload the harness's own worker
+would never send (a negative shape, a baseline of a million calls, an unknown guard, an extra field, a phase that
+does not exist) is a protocol breach (``judge_protocol``), never an exception inside the judge or the parent, which
+would have been a harness error retried forever. The judge's replies are not modelled here: the candidate
+process trusts nothing it is told beyond the bytes it is handed.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from .record import GuardOutcome, Memory, Phase, Status
 from .wire import WireError
 
 NonNegative = Annotated[int, Field(ge=0)]
@@ -97,3 +100,34 @@ def parse(kind: str, payload: Any) -> Request:
 def payload(req: Request) -> dict:
     """What goes on the wire for ``req`` (the candidate side)."""
     return req.model_dump()
+
+
+# -- the candidate process's reports to the parent (its result pipe, each line carrying the job's nonce) ----------
+class ErrorReport(Request):
+    """The candidate failed: how and in which phase (compile and runtime errors, timeouts)."""
+
+    status: Status
+    phase: Phase
+    error: str
+
+
+REPORTS: dict[str, TypeAdapter] = {
+    "phase": TypeAdapter(Phase), "candidate_code_starts": TypeAdapter(None), "built": TypeAdapter(dict[str, float]),
+    "harness_error": TypeAdapter(str), "judge_link_broken": TypeAdapter(str), "error": TypeAdapter(ErrorReport),
+    "output_dtype": TypeAdapter(str), "custom_code_called": TypeAdapter(bool),
+    "timing": TypeAdapter(dict[str, Any]),  # Timing's scalar fields: validated as Timing where they are merged
+    "timing_samples": TypeAdapter(dict[str, list[float]]), "memory": TypeAdapter(Memory),
+    "guards": TypeAdapter(list[GuardOutcome]), "guard": TypeAdapter(GuardOutcome),
+}
+
+
+def report(kind: Any, payload: Any) -> Any:
+    """The report ``kind`` with ``payload`` validated (models where they are declared), or ProtocolBreach."""
+    adapter = REPORTS.get(kind) if isinstance(kind, str) else None
+    if adapter is None:
+        raise ProtocolBreach(f"unknown report kind {str(kind)[:60]!r}")
+    try:
+        return adapter.validate_python(payload)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ProtocolBreach(f"malformed {kind!r} report: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None

@@ -28,14 +28,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 import problems as P
 
+from . import messages as M
 from . import shapes
 from .build import build_env, usable_cpus
 from .candidate import source_hash
 from .errors import HarnessError
+from .guard_registry import outcome
 from .inputs import seeds_needed
 from .job import EvalSettings, JobSpec
 from .protocols import PROTOCOLS, Protocol, ProtocolResult, score
@@ -43,7 +45,6 @@ from .record import (
     Environment,
     GuardOutcome,
     MeasurementRecord,
-    Memory,
     ShapeCheck,
     SkippedDistribution,
     Timing,
@@ -513,6 +514,7 @@ class Evaluator:
             raise HarnessError(f"the judge of {problem.id} is gone: {exc}") from exc
         slot.judge_sock.close()
         messages: list[dict] = []
+        breaches: list[str] = []
 
         def reader(proc, deadline):
             os.close(slot.write_fd)
@@ -531,8 +533,14 @@ class Evaluator:
                         except json.JSONDecodeError:
                             continue
                         if isinstance(msg, dict) and msg.get("nonce") == nonce:
-                            msg["received_at"] = time.perf_counter()  # parent clock: phase durations
-                            messages.append(msg)
+                            # validated on arrival: a report the worker never sends is a breach, not a crash here
+                            try:
+                                payload = M.report(msg.get("kind"), msg.get("payload"))
+                            except M.ProtocolBreach as exc:
+                                breaches.append(str(exc))
+                                continue
+                            messages.append({"kind": msg["kind"], "payload": payload,
+                                             "received_at": time.perf_counter()})  # parent clock: phase durations
 
         t = {"thread": None}
 
@@ -576,6 +584,9 @@ class Evaluator:
         if kind != "result" or not isinstance(verdicts, dict) or verdicts.get("harness_error"):
             self._drop_judge(judge)
             raise HarnessError(str((verdicts or {}).get("harness_error") if isinstance(verdicts, dict) else verdicts))
+        if breaches:  # reports the worker never sends reached the parent: tampering with the result pipe
+            record.guards.append(outcome("judge_protocol", False, detail=(
+                f"the candidate process sent the evaluator {len(breaches)} malformed report(s): {breaches[0]}")[:1000]))
         self._assemble(record, messages, res, verdicts)
         record.phase_seconds.update(_phase_durations(messages, t_worker, t_worker + res.seconds))
         spent = verdicts.get("seconds")
@@ -686,26 +697,26 @@ class Evaluator:
                 record.error = f"the candidate process lost its link to the judge during {phase}: {payload}"
                 return
             elif kind == "error":
-                record.status = payload["status"]
-                record.failed_phase = payload["phase"]
-                record.error = payload["error"]
+                record.status, record.failed_phase, record.error = payload.status, payload.phase, payload.error
                 return
             elif kind == "output_dtype" and record.output_dtype is None:
                 record.output_dtype = payload
             elif kind == "custom_code_called":
-                record.provenance.custom_kernel_called = bool(payload)
+                record.provenance.custom_kernel_called = payload
             elif kind == "timing":
-                record.timing = Timing.model_validate({**payload, **{k: getattr(record.timing, k) for k in _SAMPLED}})
+                try:
+                    record.timing = Timing.model_validate({**payload, **{k: getattr(record.timing, k) for k in _SAMPLED}})
+                except ValidationError as exc:
+                    record.guards.append(outcome("judge_protocol", False, detail=f"malformed 'timing' report: {exc}"[:500]))
             elif kind == "timing_samples":
                 for k in _SAMPLED:
                     if payload.get(k):
                         _set_samples(record.timing, k, payload[k])
             elif kind == "memory":
-                record.memory = Memory.model_validate(payload)
+                record.memory = payload
             elif kind in ("guards", "guard"):
                 # extend, not replace: findings sent earlier (harness_introspection) must survive
-                items = payload if kind == "guards" else [payload]
-                record.guards.extend(GuardOutcome.model_validate(x) for x in items)
+                record.guards.extend(payload if kind == "guards" else [payload])
         if verdicts.get("kernel_ms") and record.timing.verified_kernel is not None:
             record.timing.verified_kernel = summarize(verdicts["kernel_ms"], "verified")
         # The baselines as the judge timed them, never a copy the candidate's process passed on.

@@ -589,3 +589,24 @@ def test_the_judges_requests_are_declared_once_and_refuse_what_the_worker_never_
                       ("called", {"set": -1}), ("naive_trial", {"index": 0, "extra": 1}), ("nonsense", {})):
         with pytest.raises(M.ProtocolBreach):
             M.parse(kind, bad)
+
+
+def test_a_malformed_report_to_the_parent_is_a_protocol_breach_not_a_harness_error(ev):
+    """The result pipe's reports are validated on arrival (harness.messages.REPORTS): an 'error' report without its
+    fields, a phase that does not exist, a kind the worker never sends used to raise inside the parent (KeyError,
+    TypeError): no verdict, ever."""
+    forger = """
+import gc, sys, torch, torch.nn as nn
+chan = next((o for o in gc.get_objects() if type(o).__name__ == "Channel" and hasattr(o, "_nonce")), None)
+if chan is not None:
+    chan.send("phase", {"not": "a phase"})
+    chan.send("error", "no fields")
+    chan.send("nonsense", 1)
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+    r = ev.evaluate(forger, RELU)
+    breach = next(g for g in r.record.guards if g.name == "judge_protocol")
+    assert not breach.passed and "3 malformed report(s)" in breach.detail, breach.detail
+    assert r.results["verified"].verdict == "hack" and r.results["naive"].verdict == "correct"
