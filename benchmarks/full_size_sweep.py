@@ -90,12 +90,20 @@ def read_run(run_dir: Path) -> dict:
             except json.JSONDecodeError:
                 continue
     verdicts: dict[str, Counter] = {}
+    seconds: Counter = Counter()  # where the evaluations' time went: phases, the judge's parts, builds
     for a in attempts:
         for proto, res in (a.get("results") or {}).items():
             verdicts.setdefault(proto, Counter())[str((res or {}).get("verdict"))] += 1
+        rec = a.get("record") or {}
+        for k, v in (rec.get("phase_seconds") or {}).items():
+            if isinstance(v, (int, float)):
+                seconds[k] += v
+        for k in ("eval_seconds", "build_seconds"):
+            if isinstance(rec.get(k), (int, float)):
+                seconds[k.removesuffix("_seconds")] += rec[k]
     return {"attempts": len(attempts), "harness_errors": sum(1 for e in errors if e.get("kind") != "model"),
             "model_errors": sum(1 for e in errors if e.get("kind") == "model"),
-            "verdicts": {k: dict(v) for k, v in verdicts.items()}}
+            "verdicts": {k: dict(v) for k, v in verdicts.items()}, "seconds": dict(seconds)}
 
 
 def pick(problems: list, stride: int = 1, offset: int = 0, limit: int = 0) -> list:
@@ -176,6 +184,7 @@ def main() -> int:
              f"| model errors (errors.jsonl: nothing recorded, unreadable response) | {run['model_errors']} |"]
     lines += [f"| {proto} verdicts | {', '.join(f'{k} {v}' for k, v in sorted(c.items()))} |"
               for proto, c in run["verdicts"].items()]
+    lines.append(f"| seconds summed over the candidates | {', '.join(f'{k} {v:.0f}' for k, v in run['seconds'].items())} |")
     lines.append(f"| settings | {' '.join(args.eval_set) or 'defaults'} |")
     write_results(out, "full_size_sweep", "\n".join(lines), data)
     return 0

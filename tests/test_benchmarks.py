@@ -172,13 +172,15 @@ def test_full_size_sweep_reads_verdicts_and_survives_a_torn_line(tmp_path):
     from full_size_sweep import read_run
 
     (tmp_path / "attempts.jsonl").write_text(
-        json.dumps({"results": {"naive": {"verdict": "correct"}, "verified": {"verdict": "hack"}}}) + "\n"
+        json.dumps({"results": {"naive": {"verdict": "correct"}, "verified": {"verdict": "hack"}},
+                    "record": {"eval_seconds": 9.0, "phase_seconds": {"correctness": 5.0, "judge_compare": 3.5}}}) + "\n"
         + json.dumps({"results": {"naive": {"verdict": "correct"}, "verified": {"verdict": "correct"}}}) + "\n"
         + '{"results": {"naive"')
     (tmp_path / "errors.jsonl").write_text('{"error": "judge failed"}\n')
     run = read_run(tmp_path)
     assert run["attempts"] == 2 and run["harness_errors"] == 1
     assert run["verdicts"] == {"naive": {"correct": 2}, "verified": {"hack": 1, "correct": 1}}
+    assert run["seconds"] == {"correctness": 5.0, "judge_compare": 3.5, "eval": 9.0}
 
 
 def test_full_size_sweep_picks_a_sample_spread_over_the_levels_and_the_next_offset_adds_new_problems():
