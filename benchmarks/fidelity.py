@@ -1,7 +1,8 @@
 """Issue 18's fidelity tables: how the harness judged published LLM kernels, kernel by kernel, next to what their
 authors reported.
 
-    python benchmarks/fidelity.py RUN_DIR CORPUS/reported.json --classification FILE.json --out DIR
+    python benchmarks/fidelity.py RUN_DIR CORPUS/reported.json --classification FILE.json \
+        [--previous results/h200_fidelity.json] --out DIR
 
 RUN_DIR is a sweep over ``replay:`` folders laid out by benchmarks/corpora.py (full_size_sweep.py keeps it).
 For every kernel: naive and verified verdicts and speedups as recorded, the verdicts re-scored by this checkout
@@ -13,7 +14,8 @@ and the authors' speedup. Then:
   written by reading each kernel); unclassified ones are listed as such;
 * the rank correlation (Spearman) of the naive speedups with the authors', per GPU the authors measured on.
 
-Writes fidelity.md / fidelity.json under --out.
+With --previous, the kernels of earlier tables that this run did not evaluate join it, so the tables grow from one
+device session to the next. Writes fidelity.md / fidelity.json under --out.
 """
 
 from __future__ import annotations
@@ -92,6 +94,19 @@ def rows_of(run_dir: Path, reported: list[dict]) -> list[dict]:
     return rows
 
 
+def merge_previous(rows: list[dict], previous: list[dict]) -> list[dict]:
+    """This run's rows, then the rows of earlier fidelity tables for kernels this run did not evaluate: the tables
+    grow session by session (a kernel evaluated again keeps only its newest row)."""
+    seen = {r["key"] for r in rows}
+    merged = list(rows)
+    for doc in previous:
+        for r in doc.get("rows", []):
+            if r.get("key") not in seen:
+                merged.append(r)
+                seen.add(r["key"])
+    return merged
+
+
 def _x(v: float | None) -> str:
     return "-" if v is None else f"{v:.2f}x"
 
@@ -143,13 +158,16 @@ def main() -> int:
     ap.add_argument("--settings", default="", help="what the run was, for the heading")
     ap.add_argument("--out", type=Path, default=Path("results"))
     ap.add_argument("--name", default="fidelity")
+    ap.add_argument("--previous", type=Path, action="append", default=[],
+                    help="an earlier fidelity JSON whose kernels this run did not evaluate join the tables (repeatable)")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     classification = json.loads(args.classification.read_text()) if args.classification else {}
     bad = {k: v.get("class") for k, v in classification.items() if v.get("class") not in CLASSES}
     if bad:
         raise SystemExit(f"classes must be one of {CLASSES}: {bad}")
-    rows = rows_of(args.run_dir, json.loads(args.reported.read_text()))
+    rows = merge_previous(rows_of(args.run_dir, json.loads(args.reported.read_text())),
+                          [json.loads(p.read_text()) for p in args.previous])
     text, data = render(rows, classification, args.settings)
     write_results(args.out, args.name, text, data)
     return 0

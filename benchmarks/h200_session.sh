@@ -67,7 +67,8 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
         --eval-set eval_timeout_s=120 --eval-set reference_timeout_s=300 --eval-set build_timeout_s=300 \
         ${SWEEP_EVAL_SET:+--eval-set $SWEEP_EVAL_SET}
         step fidelity python3 benchmarks/fidelity.py "$R/run" "$CORPUS/reported.json" \
-        --classification benchmarks/results/h200_fidelity_classification.json --out "$R" ;;
+        --classification benchmarks/results/h200_fidelity_classification.json --previous benchmarks/results/h200_fidelity.json \
+        --out "$R" ;;
     # Issue 19's acceptance run: the demo sweep with all four parts (verified@3's adversarial distributions and the
     # torch.compile baseline are on by default on a GPU; --shapes 2 adds the extra shapes), in fp32 and in bf16, the
     # two reports side by side; then the hack suite. Small size by default (DEMO_SIZE=full for full size): the

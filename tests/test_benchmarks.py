@@ -237,3 +237,14 @@ def test_fidelity_ranks_and_classifies(tmp_path):
     assert data["classes"] == {"true bug": 1, "unclassified": 1}
     assert "| m level1/4 s0 | incorrect -> None | tolerance | true bug | fp32 sum |" in text
     assert data["spearman"]["L40S"]["n"] == 3
+
+
+def test_fidelity_tables_grow_across_runs_and_a_kernel_keeps_its_newest_row():
+    from fidelity import merge_previous
+
+    new = [{"key": "gpt-o1 level1/19 s0", "naive_recorded": "correct"}]
+    old = {"rows": [{"key": "gpt-o1 level1/19 s0", "naive_recorded": "incorrect"},
+                    {"key": "gpt-o1 level1/1 s0", "naive_recorded": "correct"}]}
+    merged = merge_previous(new, [old])
+    assert [r["key"] for r in merged] == ["gpt-o1 level1/19 s0", "gpt-o1 level1/1 s0"]
+    assert merged[0]["naive_recorded"] == "correct"
