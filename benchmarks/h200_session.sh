@@ -86,7 +86,7 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
     device_handover) step device_handover python3 benchmarks/device_handover.py --sizes-mib 256,1024,4096 --reps 3 \
         --out "$R" ;;
     handover) step handover python3 benchmarks/handover.py --problems 1/7,1/9 --problems-dir "${CORPUS:?}/problems" \
-        --reps 2 --out "$R" ;;
+        --reps "${HANDOVER_REPS:-1}" --out "$R" ;;
     *) echo "unknown step $name" >>"$R/steps.log" ;;
     esac
 done
