@@ -28,37 +28,32 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from benchmarks._results import write_results  # noqa: E402
-from harness.device_buffer import DeviceBuffer, DeviceBufferError  # noqa: E402
-from harness.shm import SharedBuffer  # noqa: E402
+from harness.device_buffer import DeviceBufferError  # noqa: E402
+from harness.shm import DeviceSharedBuffer, SharedBuffer  # noqa: E402
 from harness.wire import Conn  # noqa: E402
 
 
 def child(fd: int) -> int:
-    """The candidate side: maps what it is sent, answers each request with 2 * x + 1 in the output slot."""
+    """The candidate side: maps what it is sent, answers each request with 2 * x + 1 in the output slot, through
+    the same buffer classes (read, write) as the worker."""
     conn = Conn.from_fd(fd)
     conn.send("hello", {"containment": os.environ.get("KV_CONTAINMENT", "none"), "pid": os.getpid()})
-    buf: SharedBuffer | DeviceBuffer | None = None
+    buf: SharedBuffer | None = None
     while True:
         kind, p, fds = conn.recv(with_fds=True)
         if kind == "close":
             return 0
         try:
             n = int(p["nbytes"])
-            if kind.startswith("map_") and isinstance(buf, DeviceBuffer):
+            if kind.startswith("map_") and buf is not None:
                 buf.close()
             if kind == "map_host":
                 buf = SharedBuffer(fds[0], 2 * n)
             elif kind == "map_device":
-                buf = DeviceBuffer.attach(fds[0], int(p["size"]))
+                buf = DeviceSharedBuffer.attach(fds[0], int(p["size"]))
             t0 = time.perf_counter()
-            if isinstance(buf, DeviceBuffer):
-                x = buf.view(0, n).view(torch.float32).clone()
-                y = 2 * x + 1
-                buf.view(n, n).copy_(y.view(torch.uint8))
-            else:
-                x = buf.read({"offset": 0, "shape": [n // 4], "dtype": "float32"}, "cuda")
-                y = 2 * x + 1
-                buf.write(y, n)
+            x = buf.read({"offset": 0, "shape": [n // 4], "dtype": "float32"}, "cuda")
+            buf.write(2 * x + 1, n)
             torch.cuda.synchronize()
             conn.send("done", {"seconds": time.perf_counter() - t0})
         except Exception as exc:  # noqa: BLE001 - reported to the parent, which records it
@@ -68,20 +63,13 @@ def child(fd: int) -> int:
 def round_trip(conn: Conn, mode: str, buf, x: torch.Tensor, expect: torch.Tensor, first: bool) -> dict:
     n = x.numel() * 4
     t0 = time.perf_counter()
-    if mode == "device":
-        buf.view(0, n).copy_(x.view(torch.uint8))
-        torch.cuda.synchronize()
-    else:
-        buf.write(x, 0)
+    buf.write(x, 0)
     msg = {"nbytes": n, "size": buf.size}
     conn.send(("map_" + mode) if first else "again", msg, fds=[buf.fd] if first else None)
     kind, reply = conn.recv(timeout=600)
     if kind != "done":
         return {"ok": False, "error": (reply or {}).get("error", kind)}
-    if mode == "device":
-        out = buf.view(n, n).clone().view(torch.float32)
-    else:
-        out = buf.read({"offset": n, "shape": [n // 4], "dtype": "float32"}, "cuda")
+    out = buf.read({"offset": n, "shape": [n // 4], "dtype": "float32"}, "cuda")
     ok = bool(torch.equal(out, expect))
     torch.cuda.synchronize()
     return {"ok": ok, "seconds": time.perf_counter() - t0, "child_seconds": reply["seconds"]}
@@ -108,7 +96,7 @@ def main() -> int:
         expect = 2 * x + 1
         for mode in ("host", "device"):
             try:
-                buf = SharedBuffer.create(2 * mib * 2**20) if mode == "host" else DeviceBuffer.create(2 * mib * 2**20)
+                buf = (SharedBuffer if mode == "host" else DeviceSharedBuffer).create(2 * mib * 2**20)
             except DeviceBufferError as exc:
                 rows.append({"mib": mib, "mode": mode, "ok": False, "error": str(exc)})
                 continue
@@ -119,8 +107,7 @@ def main() -> int:
             rows.append({"mib": mib, "mode": mode, "ok": len(good) == len(reps) == args.reps,
                          "error": next((r.get("error") for r in reps if not r.get("ok")), None),
                          "seconds": [r["seconds"] for r in good], "child_seconds": [r["child_seconds"] for r in good]})
-            if mode == "device":
-                buf.close()
+            buf.close()
         del x, expect
         torch.cuda.empty_cache()
     conn.send("close")

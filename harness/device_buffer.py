@@ -85,7 +85,19 @@ class _CudaArray:
                                          "strides": None, "stream": None}
 
 
-class DeviceBuffer:
+class _Mapping:
+    """What both kinds of shared allocation offer: ``size`` bytes seen as one uint8 tensor, ``bytes``."""
+
+    size: int
+    bytes: torch.Tensor | None
+
+    def view(self, offset: int, nbytes: int) -> torch.Tensor:
+        if offset < 0 or nbytes < 0 or offset + nbytes > self.size:
+            raise ValueError(f"{offset}+{nbytes} is outside the buffer of {self.size} bytes")
+        return self.bytes[offset:offset + nbytes]
+
+
+class DeviceBuffer(_Mapping):
     """One mapped allocation of ``size`` bytes on ``device`` (a CUDA ordinal of this process). ``fd``: the exporter's
     descriptor to send (the importer closes its copy once mapped). ``bytes``: a uint8 view of the whole buffer."""
 
@@ -148,11 +160,6 @@ class DeviceBuffer:
                 os.close(fd)
             return cls(handle.value, size, device, None)
 
-    def view(self, offset: int, nbytes: int) -> torch.Tensor:
-        if offset < 0 or nbytes < 0 or offset + nbytes > self.size:
-            raise ValueError(f"{offset}+{nbytes} is outside the device buffer of {self.size} bytes")
-        return self.bytes[offset:offset + nbytes]
-
     def close(self) -> None:
         """Unmap and release (after the device finished every copy touching it); idempotent."""
         if self.ptr is None:
@@ -168,7 +175,7 @@ class DeviceBuffer:
         self.ptr = None
 
 
-class HostBackedBuffer:
+class HostBackedBuffer(_Mapping):
     """DeviceBuffer's interface over a memfd (``KV_DEVICE_BUFFER=host``): the hand-over protocol without a GPU."""
 
     def __init__(self, fd: int, size: int, *, exported: bool) -> None:
@@ -190,11 +197,6 @@ class HostBackedBuffer:
     def attach(cls, fd: int, size: int, device: int | None = None) -> HostBackedBuffer:
         return cls(fd, size, exported=False)
 
-    def view(self, offset: int, nbytes: int) -> torch.Tensor:
-        if offset < 0 or nbytes < 0 or offset + nbytes > self.size:
-            raise ValueError(f"{offset}+{nbytes} is outside the buffer of {self.size} bytes")
-        return self.bytes[offset:offset + nbytes]
-
     def close(self) -> None:
         self.bytes, self._mm = None, None  # the pages go with the last view
         if self.fd is not None:
@@ -202,5 +204,10 @@ class HostBackedBuffer:
             self.fd = None
 
 
+def emulated() -> bool:
+    """``KV_DEVICE_BUFFER=host``: the device hand-over's protocol over host memory (tests without a GPU)."""
+    return os.environ.get("KV_DEVICE_BUFFER") == "host"
+
+
 def shared_buffer_type() -> type[DeviceBuffer] | type[HostBackedBuffer]:
-    return HostBackedBuffer if os.environ.get("KV_DEVICE_BUFFER") == "host" else DeviceBuffer
+    return HostBackedBuffer if emulated() else DeviceBuffer

@@ -37,7 +37,7 @@ from problems.module import exec_source, forward_arg_names
 from . import messages as M
 from .compare import error_stats
 from .device import Clock, DeviceOps
-from .device_buffer import DeviceBufferError
+from .device_buffer import DeviceBufferError, emulated
 from .guard_registry import outcome
 from .inputs import forward_seed, make_inputs, perturbed_parameters
 from .job import JobSpec
@@ -401,7 +401,7 @@ class Session:
 
     def _new_buffer(self) -> SharedBuffer:
         s, cuda = self.j.settings, self.j.ops.is_cuda
-        if s.device_handover and (cuda or os.environ.get("KV_DEVICE_BUFFER") == "host"):
+        if s.device_handover and (cuda or emulated()):
             with contextlib.suppress(DeviceBufferError):  # the driver refused: host memory, and the hello says so
                 return DeviceSharedBuffer.create()
         return SharedBuffer.create(pin=s.pin_shared_memory and cuda)
@@ -413,9 +413,8 @@ class Session:
         if self.j.ops.is_cuda:  # a device hand-over buffer is the judge's too, outside its allocator
             held = torch.cuda.memory_reserved() + (self.buf.size if isinstance(self.buf, DeviceSharedBuffer) else 0)
             payload = {**(payload or {}), "judge_device_bytes": held}
-        pending = getattr(self.buf, "pending_fd", None)
-        if pending is not None and not fds:  # a device buffer grew: its new descriptor goes with this reply
-            fds, self.buf.pending_fd = [pending], None
+        if self.buf.pending_fd is not None and not fds:  # a device buffer grew: its new descriptor goes with this reply
+            fds, self.buf.pending_fd = [self.buf.pending_fd], None
         self.conn.send(kind, payload, fds=fds)
 
     @property
@@ -459,10 +458,9 @@ class Session:
             except M.ProtocolBreach as exc:
                 self.protocol_error = self.protocol_error or f"unexpected request {kind!r} {str(p)[:120]} ({exc})"
                 return
-            if kind == "finish" and self.protocol_error is None:
+            if kind == "finish":
                 self._send("ok")
-                return
-            if self.protocol_error is None:
+            else:  # a request out of its turn
                 self.protocol_error = f"unexpected request {kind!r} {str(p)[:120]}"
             return
 

@@ -29,6 +29,10 @@ def dtype_name(d: torch.dtype) -> str:
 class SharedBuffer:
     """A memfd both processes map. The judge creates and grows it; the other side maps the size it is told."""
 
+    # a descriptor the other side must map before its next use (a grown device buffer is a new allocation; a memfd
+    # grows in place and never has one)
+    pending_fd: int | None = None
+
     def __init__(self, fd: int, size: int, *, pin: bool = False) -> None:
         self.fd = fd
         self.size = 0
@@ -85,6 +89,9 @@ class SharedBuffer:
     def _bytes(self, offset: int, nbytes: int) -> torch.Tensor:
         if offset < 0 or nbytes < 0 or offset + nbytes > self.size:
             raise WireError(f"descriptor outside the shared buffer ({offset}+{nbytes} > {self.size})")
+        return self._view(offset, nbytes)
+
+    def _view(self, offset: int, nbytes: int) -> torch.Tensor:
         return torch.frombuffer(self._mm, dtype=torch.uint8, count=nbytes, offset=offset)
 
     def write(self, t: torch.Tensor, offset: int) -> dict:
@@ -120,7 +127,6 @@ class DeviceSharedBuffer(SharedBuffer):
     def __init__(self, dev: DeviceBuffer) -> None:  # not super().__init__: that maps a memfd
         self.dev, self.size, self.pin = dev, dev.size, False
         self.fd = dev.fd if dev.fd is not None else -1
-        self.pending_fd: int | None = None
 
     @classmethod
     def create(cls, size: int = 1 << 20, *, pin: bool = False) -> DeviceSharedBuffer:
@@ -148,9 +154,7 @@ class DeviceSharedBuffer(SharedBuffer):
             self.dev = shared_buffer_type().create(size)
             self.size, self.fd, self.pending_fd = self.dev.size, self.dev.fd, self.dev.fd
 
-    def _bytes(self, offset: int, nbytes: int) -> torch.Tensor:
-        if offset < 0 or nbytes < 0 or offset + nbytes > self.size:
-            raise WireError(f"descriptor outside the shared buffer ({offset}+{nbytes} > {self.size})")
+    def _view(self, offset: int, nbytes: int) -> torch.Tensor:
         return self.dev.view(offset, nbytes)
 
     def write(self, t: torch.Tensor, offset: int) -> dict:
