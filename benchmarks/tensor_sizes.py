@@ -3,7 +3,7 @@ the candidate process (inputs one way, the output the other), per level.
 
     python benchmarks/tensor_sizes.py [--size full] [--out DIR]
 
-Shapes only: each problem's Model and get_inputs() run on PyTorch's meta device, so nothing is allocated.
+Shapes only: the roofline's counts (problems.roofline), made on PyTorch's meta device, so nothing is allocated.
 """
 
 from __future__ import annotations
@@ -15,33 +15,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import torch  # noqa: E402
-
 from benchmarks._results import write_results  # noqa: E402
 
 GIB = 2**30
 
 
-def _nbytes(x) -> int:
-    if isinstance(x, torch.Tensor):
-        return x.numel() * x.element_size()
-    if isinstance(x, (list, tuple)):
-        return sum(_nbytes(y) for y in x)
-    return 0
-
-
 def sizes(size: str) -> list[dict]:
+    """Each problem's input and output bytes, as the roofline counts them (problems.roofline, on the meta device)."""
     from problems.catalog import list_problems
-    from problems.module import exec_source
+    from problems.roofline import count
 
-    rows = []
-    for p in list_problems():
-        with torch.device("meta"):
-            mod = exec_source(p.source(size), p.id)
-            inputs = mod.get_inputs()
-            out = mod.Model(*mod.get_init_inputs())(*inputs)
-        rows.append({"problem": p.id, "level": p.level, "input_bytes": _nbytes(inputs), "output_bytes": _nbytes(out)})
-    return rows
+    return [{"problem": p.id, "level": p.level, "input_bytes": (c := count(p, size)).input_bytes,
+             "output_bytes": c.output_bytes} for p in list_problems()]
 
 
 def main() -> int:
