@@ -84,6 +84,9 @@ def rows_of(run_dir: Path, reported: list[dict]) -> list[dict]:
             rec = MeasurementRecord.model_validate(a.record)
             for proto in ("naive", "verified"):
                 row[f"{proto}_now"] = score(rec, proto).verdict
+            # device memory as recorded (the judge's share was counted as the kernel's before 2026-12-01's fix)
+            row["kernel_allocator_peak"] = rec.memory.kernel_allocator_peak
+            row["kernel_device_peak"] = rec.memory.kernel_device_peak
             entry = audit_record(rec)
             if entry is not None:
                 row["step"] = entry.step
