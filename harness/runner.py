@@ -407,6 +407,8 @@ class Evaluator:
                                    created_at=datetime.now(UTC).isoformat(),
                                    problem_flags=[f.kind for f in problem.meta.flags])
         record.provenance = scan(source)
+        if problem.meta.borrowed_from:
+            record.provenance.notes.append(f"input domains and flags from the built-in {problem.meta.borrowed_from}")
         record.gpu_index = self.gpu_index
         built = build or self.build(source)
         record.build_seconds, record.build_cached = built.seconds, built.cached

@@ -46,6 +46,9 @@ class ProblemMeta(BaseModel):
     domains: dict[str, Domain] = Field(default_factory=dict, description="forward arg name -> input domain")
     flags: list[Flag] = Field(default_factory=list)
     tolerance: float | None = Field(default=None, description="verified-protocol fp32 tolerance override")
+    borrowed_from: str | None = Field(
+        default=None, description="an external file without metadata: the built-in problem (same level and name) "
+        "whose domains, flags and tolerance it took")
 
 
 class Problem(BaseModel):
@@ -94,6 +97,16 @@ def _read_metadata(level_dir: Path) -> dict[str, ProblemMeta]:
     return {name: ProblemMeta.model_validate(entry) for name, entry in raw.items()}
 
 
+def _borrowed(meta: ProblemMeta | None, problem_id: str) -> ProblemMeta:
+    """What an external problem file without metadata takes from the built-in problem of the same level and name:
+    its input domains, flags and tolerance (properties of the operation: without them a KernelBench checkout's
+    triangular-matrix product is fed full matrices, and every honest kernel that skips the zero half fails). Not its
+    size presets: the external file's constants may differ."""
+    if meta is None:
+        return ProblemMeta()
+    return ProblemMeta(domains=meta.domains, flags=meta.flags, tolerance=meta.tolerance, borrowed_from=problem_id)
+
+
 @lru_cache(maxsize=16)
 def _scan(root: Path) -> tuple[Problem, ...]:
     found: list[Problem] = []
@@ -103,6 +116,7 @@ def _scan(root: Path) -> tuple[Problem, ...]:
             continue
         level = int(m.group(1))
         metas = _read_metadata(level_dir)
+        builtin = {} if root == BUILTIN_DIR else _read_metadata(BUILTIN_DIR / level_dir.name)
         for path in level_dir.glob("*.py"):
             fm = _FILE_RE.match(path.name)
             if not fm:
@@ -115,7 +129,7 @@ def _scan(root: Path) -> tuple[Problem, ...]:
                     number=int(fm.group(1)),
                     name=stem,
                     path=path,
-                    meta=metas.get(stem, ProblemMeta()),
+                    meta=metas.get(stem) or _borrowed(builtin.get(stem), f"level{level}/{stem}"),
                 )
             )
     found.sort(key=lambda p: (p.level, p.number))

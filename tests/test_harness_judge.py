@@ -612,3 +612,20 @@ class ModelNew(nn.Module):
     breach = next(g for g in r.record.guards if g.name == "judge_protocol")
     assert not breach.passed and "3 malformed report(s)" in breach.detail, breach.detail
     assert r.results["verified"].verdict == "hack" and r.results["naive"].verdict == "correct"
+
+
+def test_an_all_zero_output_is_no_finding_where_the_reference_is_subnormal_in_the_output_dtype():
+    """softplus(x - 100) is ~4e-44: subnormal in fp32, so a CUDA kernel built with -ftz (fast math) gives exactly 0.
+    The H200 sweep of 2026-12-02 called five honest Softplus kernels incorrect for that; a zero output where the
+    reference holds a normal fp32 value is still flagged."""
+    import math
+
+    import torch
+
+    from harness.compare import error_stats
+
+    exact = torch.full((64,), math.exp(-100.0), dtype=torch.float64)
+    assert not error_stats(torch.zeros(64), exact).all_zero_vs_nonzero
+    assert error_stats(torch.zeros(64), torch.full((64,), 2e-38, dtype=torch.float64)).all_zero_vs_nonzero
+    assert error_stats(torch.zeros(64, dtype=torch.bfloat16), torch.full((64,), 2e-38, dtype=torch.float64)) \
+        .all_zero_vs_nonzero  # bf16 keeps fp32's exponent range: 2e-38 is normal there too

@@ -80,3 +80,21 @@ def test_degenerate_flags_present():
     assert problems.load("1/37").is_flagged("low_magnitude")
     assert problems.load("2/66").is_flagged("training_mode")
     assert problems.load("2/83").is_flagged("training_mode")
+
+
+def test_an_external_file_without_metadata_takes_the_builtin_domains_and_flags(tmp_path):
+    """A KernelBench checkout has no metadata.toml: its triangular-matrix product must still be fed triangular
+    matrices (the 2026-12-02 H200 sweep fed full ones, and every honest kernel that skips the zero half failed)."""
+    lvl = tmp_path / "level1"
+    lvl.mkdir()
+    for pid in ("1/14", "1/23"):
+        src = problems.load(pid)
+        (lvl / src.path.name).write_text(src.full_source())
+    (lvl / "14_Some_other_workload.py").write_text(problems.load("1/19").full_source())
+    tri = problems.load("level1/14_Matmul_for_upper_triangular_matrices", problems_dir=tmp_path)
+    assert tri.domain("A") == "upper_triangular" and tri.domain("B") == "upper_triangular"
+    assert tri.meta.borrowed_from == "level1/14_Matmul_for_upper_triangular_matrices"
+    assert not tri.meta.small  # constants may differ from the built-in file's: no size preset is taken
+    assert problems.load("level1/23_Softmax", problems_dir=tmp_path).is_flagged("low_magnitude")
+    other = problems.load("level1/14_Some_other_workload", problems_dir=tmp_path)  # same number, another name
+    assert other.domain("A") == "real" and other.meta.borrowed_from is None
