@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import ctypes
+import math
 import os
 import random
 import statistics
@@ -46,6 +47,7 @@ from .precision import casts, torch_dtype
 from .protocols import VERIFIED
 from .record import ErrorStats, GuardOutcome, TrialResult
 from .reference import build_model, environment, pytorch_default_flags, tf32, trial_plan
+from .tf32_truncation import TruncatedTF32
 from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, pack_args
 from .timing import naive_samples, verified_call
 from .wire import Conn, WireError
@@ -122,10 +124,11 @@ class Expected:
     NaN/Inf here (the trial is dropped)."""
 
     def __init__(self, out: Any, tf32_stats: ErrorStats | None = None, dtype: torch.dtype | None = None,
-                 nonfinite: bool = False) -> None:
+                 nonfinite: bool = False, truncated_stats: ErrorStats | None = None) -> None:
         self.out = out
         self.nonfinite = nonfinite or _nonfinite(out)
         self.tf32_max_abs = tf32_stats.max_abs if tf32_stats else None
+        self.tf32_truncated_max_abs = truncated_stats.max_abs if truncated_stats else None
         self.tf32_min_tolerance = tf32_stats.min_tolerance if tf32_stats else None
         # PyTorch's own result rounds to all zeros here too (a sigmoid far below zero, a GELU of large negatives):
         # an all-zero output is then what the output dtype gives, not a kernel that skipped the work.
@@ -167,8 +170,8 @@ def verified_pass(st: ErrorStats, exp: Expected, precision: str = "fp32") -> boo
         return False
     if st.min_tolerance <= VERIFIED.tolerance_for(precision, st.out_dtype):
         return True
-    k = VERIFIED.tf32_error_factor
-    return k is not None and exp.tf32_max_abs is not None and st.max_abs <= k * exp.tf32_max_abs
+    allowed = VERIFIED.tf32_allowance(exp.tf32_max_abs, exp.tf32_truncated_max_abs)
+    return allowed is not None and math.isfinite(st.max_abs) and st.max_abs <= allowed
 
 
 class Judge:
@@ -278,13 +281,14 @@ class Judge:
         else:
             # The TF32 run first, so the fp32 inputs can go before their float64 copy exists: at full size
             # each is several GB on the device the candidate process shares.
-            with tf32(True):
+            ops = TruncatedTF32(truncate=False)  # counts the matmuls and convolutions TF32 changes
+            with tf32(True), ops:
                 fast = _run(self._model(variant, False), inputs, seed)
             # A bf16/fp16 run: the candidate returns what the reference Model returns in that dtype, and a trial
             # whose reference overflows that dtype (fp16 beyond 65504) is dropped like any non-finite reference.
             low = casts(self.precision) and isinstance(fast, torch.Tensor)
             want, fast_nonfinite = (fast.dtype, _nonfinite(fast)) if low else (None, False)
-            exact = None
+            exact, trunc_stats = None, None
             m64 = self._model(variant, True)
             if m64 is not None and self.reference_precision == "float64":
                 doubled = _to_double(inputs)
@@ -294,6 +298,8 @@ class Judge:
                         exact = _run(m64, doubled, seed)
                 except Exception:  # noqa: BLE001 - some layers have no float64 kernel
                     exact = None
+                if exact is not None and ops.hits and not low and isinstance(exact, torch.Tensor):
+                    trunc_stats = self._truncated_stats(m64, doubled, seed, exact)
                 del doubled
             if exact is None:
                 self.reference_precision = "float32-no-tf32"
@@ -309,7 +315,7 @@ class Judge:
             del fast
             if isinstance(exact, torch.Tensor) and exact.dtype == torch.float64 and exact.numel() * 8 > 256 * 2**20:
                 exact = exact.float()  # large outputs: an fp32 copy of the exact value bounds memory
-            exp = Expected(exact, stats, dtype=want, nonfinite=fast_nonfinite)
+            exp = Expected(exact, stats, dtype=want, nonfinite=fast_nonfinite, truncated_stats=trunc_stats)
         del inputs
         where = placement(exp.nbytes, cuda=self.ops.is_cuda, device_cached=self._cached["device"],
                           host_cached=self._cached["host"], device_budget=self._device_budget,
@@ -320,6 +326,16 @@ class Judge:
             self._cached[where] += exp.nbytes
         self.release()
         return exp
+
+    def _truncated_stats(self, m64, doubled, seed: int, exact: torch.Tensor) -> ErrorStats | None:
+        """The error of the float64 reference with every matmul/convolution operand truncated to TF32 (what a
+        truncating tensor-core kernel computes: ``harness.tf32_truncation``), against ``exact``."""
+        try:
+            with tf32(False), TruncatedTF32():
+                trunc = _run(m64, doubled, seed)
+        except Exception:  # noqa: BLE001 - no truncation allowance then, only PyTorch's own TF32 error
+            return None
+        return error_stats(trunc, exact) if isinstance(trunc, torch.Tensor) and not _nonfinite(trunc) else None
 
     def release(self) -> None:
         """Give freed device memory back: at full size a float64 reference of one trial holds tens of GB that
@@ -487,6 +503,7 @@ class Session:
             tr = TrialResult(distribution=spec.distribution, seed=spec.seed,
                              params="perturbed" if self.variant == "perturbed" else "default",
                              tf32_baseline_max_abs=exp.tf32_max_abs, tf32_baseline_min_tolerance=exp.tf32_min_tolerance,
+                             tf32_truncated_max_abs=exp.tf32_truncated_max_abs,
                              tf32_baseline_all_zero=exp.tf32_all_zero,
                              reference_nonfinite=exp.nonfinite)
             self.verified_trials.append(tr)

@@ -73,6 +73,10 @@ class TrialResult(_Stored):
     # Error of the TF32-enabled baseline against the exact reference on the same inputs (verified only).
     tf32_baseline_max_abs: float | None = None
     tf32_baseline_min_tolerance: float | None = None
+    tf32_truncated_max_abs: float | None = Field(
+        None, description="error of the exact reference with every matmul/convolution operand truncated to TF32 "
+        "(what a truncating tensor-core kernel, e.g. Triton's tl.dot on fp32, computes; harness.tf32_truncation); "
+        "None where no matmul or convolution ran")
     tf32_baseline_all_zero: bool = Field(
         False, description="that baseline's output was all zeros while the exact one is not (the exact values round "
                            "to zero in the output dtype): an all-zero output is then no finding")

@@ -164,7 +164,7 @@ def _trial_evidence(record: MeasurementRecord, trial: TrialResult, kind: Literal
         needed_tolerance=e.min_tolerance if e else None,
         tolerance=end.tolerance_for(record.precision, record.output_dtype),
         tf32_baseline_max_abs=tf,
-        tf32_allowance=end.tf32_error_factor * tf if end.tf32_error_factor is not None and tf is not None else None,
+        tf32_allowance=end.tf32_allowance(tf, trial.tf32_truncated_max_abs),
         first_fails_at=first, why=why, exception=trial.exception.splitlines()[0][:300] if trial.exception else None,
         nonfinite=bool(e and e.nonfinite), all_zero_vs_nonzero=bool(e and e.all_zero_vs_nonzero and not trial.tf32_baseline_all_zero),
         shape_ok=e.shape_ok if e else True, dtype_ok=e.dtype_ok if e else True, out_dtype=e.out_dtype if e else "")
