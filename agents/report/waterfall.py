@@ -77,7 +77,7 @@ COMPONENTS: list[Component] = [
     Component(step="adversarial_inputs", label="adversarial distributions that change shape, not scale: "
               + ", ".join(a.name for a in ADVERSARIAL) + " (verified@3)", fields=["adversarial"]),
     Component(step="tolerance", label="fp32 tolerance 1e-3 vs exact reference (or within k x TF32 error)",
-              fields=["tolerance_fp32", "tolerance_half", "tf32_error_factor"]),
+              fields=["tolerance_fp32", "tolerance_half", "tf32_error_factor", "tf32_truncation_factor"]),
     Component(step="strict_output", label="strict outputs: exact dtype, no NaN/Inf, no all-zero output",
               fields=["strict_output"]),
     Component(step="guards", label="anti-hack guards and the output-bytes floor",
