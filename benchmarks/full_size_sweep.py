@@ -39,9 +39,10 @@ ROOT = Path(__file__).resolve().parent.parent
 class Sampler(threading.Thread):
     """Peak bytes used on the filesystems that hold the given folders, and peak GPU memory in use."""
 
-    def __init__(self, folders: list[Path], period_s: float = 1.0) -> None:
+    def __init__(self, folders: list[Path], period_s: float = 1.0, progress: Path | None = None) -> None:
         super().__init__(daemon=True)
-        self.folders, self.period = folders, period_s
+        self.folders, self.period, self.progress = folders, period_s, progress
+        self.t0 = time.perf_counter()
         self.base = {str(f): _used(f) for f in folders}
         self.peak = dict.fromkeys(self.base, 0)
         self.gpu_peak_mib: int | None = None
@@ -54,6 +55,9 @@ class Sampler(threading.Thread):
             mib = _gpu_used_mib()
             if mib is not None:
                 self.gpu_peak_mib = max(self.gpu_peak_mib or 0, mib)
+            if self.progress is not None:  # what a caller that collects before the end still gets (--summarize)
+                self.progress.write_text(json.dumps({"elapsed_s": time.perf_counter() - self.t0,
+                                                     "peak_disk_bytes": self.peak, "gpu_peak_mib": self.gpu_peak_mib}))
 
 
 def _used(folder: Path) -> int:
@@ -115,8 +119,8 @@ def pick(problems: list, stride: int = 1, offset: int = 0, limit: int = 0) -> li
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--replay", required=True, help="comma-separated folders of recorded kernels (replay:DIR each)")
-    ap.add_argument("--problems-dir", required=True)
+    ap.add_argument("--replay", help="comma-separated folders of recorded kernels (replay:DIR each)")
+    ap.add_argument("--problems-dir")
     ap.add_argument("--limit", type=int, default=0, help="evaluate the first K recorded problems (0: every kernel)")
     ap.add_argument("--stride", type=int, default=1, help="every STRIDE-th recorded problem (by level, then number), "
                     "from --offset: a sample spread over the levels as a whole sweep is, and another offset in the next "
@@ -128,12 +132,18 @@ def main() -> int:
     ap.add_argument("--size", default="full")
     ap.add_argument("--deadline-s", type=float, default=0, help="stop the sweep after this many seconds (0: none)")
     ap.add_argument("--out", default="results")
+    ap.add_argument("--summarize", action="store_true",
+                    help="write the table from --run-dir (and OUT/progress.json) without running a sweep")
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
     from agents.models.replay import replay_inventory
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.summarize:
+        return summarize(Path(args.run_dir) if args.run_dir else out / "run", out, args.eval_set)
+    if not (args.replay and args.problems_dir):
+        ap.error("--replay and --problems-dir are required (except with --summarize)")
     folders = [f for f in args.replay.split(",") if f]
     recorded = [k for f in folders for k in replay_inventory(f)]
     problems = sorted({(lv, n) for lv, n, _s in recorded})
@@ -147,7 +157,7 @@ def main() -> int:
         cmd += ["--problems", ",".join(f"{lv}/{n}" for lv, n in problems)]
     candidates = len(recorded) if not picked else sum(1 for lv, n, s in recorded if s == 0 and (lv, n) in problems)
     run_dir.parent.mkdir(parents=True, exist_ok=True)
-    sampler = Sampler([run_dir.parent, Path(tempfile.gettempdir()), Path.home()])
+    sampler = Sampler([run_dir.parent, Path(tempfile.gettempdir()), Path.home()], progress=out / "progress.json")
     sampler.start()
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -167,27 +177,50 @@ def main() -> int:
     sampler.stop.set()
     sampler.join()
     run = read_run(run_dir)
-    per_hour = run["attempts"] / wall * 3600 if wall > 0 else 0.0
     data = {"replay": folders, "problems": len(problems), "candidates_recorded": candidates,
             "eval_set": args.eval_set, "device": args.device, "size": args.size,
             "wall_s": wall, "stopped_at_deadline": stopped, "returncode": proc.returncode,
-            "candidates_per_hour": per_hour, "peak_disk_bytes": sampler.peak, "gpu_peak_mib": sampler.gpu_peak_mib,
-            **run}
-    peak_gib = max(sampler.peak.values(), default=0) / 2**30
+            "peak_disk_bytes": sampler.peak, "gpu_peak_mib": sampler.gpu_peak_mib, **run}
+    scope = f"{run['attempts']} of {candidates} recorded, {len(problems)} problems" \
+        f"{' (stopped at the deadline)' if stopped else ''}"
+    write_table(out, data, scope, args.eval_set)
+    return 0
+
+
+def summarize(run_dir: Path, out: Path, eval_set: list[str]) -> int:
+    """The table of a sweep collected before this script finished (a lent machine's time ran out): candidates and
+    verdicts from the run folder, the wall from its config.json (written at the start) to the last write of
+    attempts.jsonl, the peaks as last written to progress.json (sampled until then)."""
+    run = read_run(run_dir)
+    started, last = (run_dir / "config.json").stat().st_mtime, (run_dir / "attempts.jsonl").stat().st_mtime
+    progress = out / "progress.json"
+    peaks = json.loads(progress.read_text()) if progress.exists() else {}
+    data = {"summarized_from_run_dir": True, "wall_s": last - started,
+            "peak_disk_bytes": peaks.get("peak_disk_bytes") or {}, "gpu_peak_mib": peaks.get("gpu_peak_mib"), **run}
+    scope = f"{run['attempts']} (summarised from the run folder: the sweep was collected before it ended)"
+    write_table(out, data, scope, eval_set)
+    return 0
+
+
+def write_table(out: Path, data: dict, scope: str, eval_set: list[str]) -> None:
+    wall, run = data["wall_s"], data
+    per_hour = run["attempts"] / wall * 3600 if wall > 0 else 0.0
+    data["candidates_per_hour"] = per_hour
+    peak = data["peak_disk_bytes"]
+    gpu = data["gpu_peak_mib"]
     lines = ["| figure | value |", "|---|---|",
-             f"| candidates evaluated | {run['attempts']} of {candidates} recorded, {len(problems)} problems"
-             f"{' (stopped at the deadline)' if stopped else ''} |",
+             f"| candidates evaluated | {scope} |",
              f"| wall | {wall:.0f} s |", f"| candidates per hour | {per_hour:.0f} |",
-             f"| peak disk used (largest filesystem delta) | {peak_gib:.2f} GiB |",
-             f"| peak GPU memory in use | {sampler.gpu_peak_mib if sampler.gpu_peak_mib is not None else 'n/a'} MiB |",
+             f"| peak disk used (largest filesystem delta) | "
+             f"{f'{max(peak.values()) / 2**30:.2f} GiB' if peak else 'not sampled'} |",
+             f"| peak GPU memory in use | {f'{gpu} MiB' if gpu is not None else 'not sampled'} |",
              f"| harness errors (errors.jsonl) | {run['harness_errors']} |",
              f"| model errors (errors.jsonl: nothing recorded, unreadable response) | {run['model_errors']} |"]
     lines += [f"| {proto} verdicts | {', '.join(f'{k} {v}' for k, v in sorted(c.items()))} |"
               for proto, c in run["verdicts"].items()]
     lines.append(f"| seconds summed over the candidates | {', '.join(f'{k} {v:.0f}' for k, v in run['seconds'].items())} |")
-    lines.append(f"| settings | {' '.join(args.eval_set) or 'defaults'} |")
+    lines.append(f"| settings | {' '.join(eval_set) or 'defaults'} |")
     write_results(out, "full_size_sweep", "\n".join(lines), data)
-    return 0
 
 
 if __name__ == "__main__":

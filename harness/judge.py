@@ -47,8 +47,8 @@ from .precision import casts, torch_dtype
 from .protocols import VERIFIED
 from .record import ErrorStats, GuardOutcome, TrialResult
 from .reference import build_model, environment, pytorch_default_flags, tf32, trial_plan
-from .tf32_truncation import TruncatedTF32
 from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, pack_args
+from .tf32_truncation import TruncatedTF32
 from .timing import naive_samples, verified_call
 from .wire import Conn, WireError
 
