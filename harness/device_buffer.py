@@ -7,8 +7,8 @@ segment that could hold anything else), exports a POSIX file descriptor, and sen
 (SCM_RIGHTS); the importer maps it into its own address space. Legacy ``cudaIpcGetMemHandle`` handles do not work
 across PID namespaces (the candidate process runs in one); descriptors passed over a socket do.
 
-Used by the evaluator only where ``EvalSettings.device_handover`` asks (off by default until
-``benchmarks/device_handover.py`` has checked it across a PID namespace on the GPU host). ``KV_DEVICE_BUFFER=host``
+Used by the evaluator on a GPU unless ``EvalSettings.device_handover`` is off (``benchmarks/device_handover.py``
+checks it across a PID namespace on the GPU host: ``h200_device_handover.md``). ``KV_DEVICE_BUFFER=host``
 puts the same protocol (a descriptor per allocation, a new allocation to grow) over host memory, so machines without
 a GPU test it.
 """

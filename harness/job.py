@@ -59,10 +59,9 @@ class EvalSettings(BaseModel):
         False, description="page-lock the judge's shared buffer for CUDA in both processes (copies of inputs and "
                            "outputs as DMA). Experimental: not yet measured on the GPU host")
     device_handover: bool = Field(
-        False, description="hand inputs and outputs over in device memory both processes map (harness.device_buffer: "
-                           "CUDA VMM, shared by file descriptor) instead of host shared memory. Experimental: off until "
-                           "benchmarks/device_handover.py has passed on the GPU host; where the driver refuses, host "
-                           "memory is used and the record says which")
+        True, description="on a GPU, hand inputs and outputs over in device memory both processes map "
+                          "(harness.device_buffer: CUDA VMM, shared by file descriptor) instead of host shared memory; "
+                          "where the driver refuses, host memory is used and the record says which. No effect on a CPU")
     compile_baseline: bool | None = Field(
         None, description="also time torch.compile(Model) (default mode) as a baseline: compiled once per problem by "
                           "the judge before any candidate runs, compile time excluded and recorded. None: on a GPU only "

@@ -438,7 +438,8 @@ class Session:
         """'device', 'host', or 'host-fallback' (device hand-over asked for, refused by the driver)."""
         if isinstance(self.buf, DeviceSharedBuffer):
             return "device"
-        return "host-fallback" if self.j.settings.device_handover else "host"
+        asked = self.j.settings.device_handover and (self.j.ops.is_cuda or emulated())
+        return "host-fallback" if asked else "host"
 
     # Each request kind may come once per index, in this order; anything else ends the session.
     def run(self) -> dict:
