@@ -87,6 +87,11 @@ class EvalSettings(BaseModel):
                           "pass's median overhead from 5.4 to 1.6-1.9 s; on a 2-core CPU its imports slowed the "
                           "measured process by as much as they saved (benchmarks/worker_overhead.py)")
 
+    spare_workers: int = Field(
+        2, ge=1, description="how many pre-started candidate processes wait at once (prespawn_worker). On the H200 host "
+                             "one spare took ~8 s to import torch while a full-size evaluation took ~4 s, so every "
+                             "other candidate waited 5-8 s for it (h200_full_size_sweep_2.json)")
+
     def torch_threads(self, device: str) -> int | None:
         """The intra-op thread count to set, or None to leave torch's default. On a CPU one thread: on a loaded
         host a multi-threaded op waits for its slowest thread, so the baseline's time swung with the load far

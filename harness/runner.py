@@ -215,7 +215,7 @@ class Evaluator:
         self._remove_tmp = None if keep_temp else weakref.finalize(self, shutil.rmtree, self._tmp_root, True)
         self._judges: OrderedDict[str, _JudgeHandle] = OrderedDict()
         self._lock = threading.Lock()
-        self._spare: _Spare | None = None
+        self._spares: list[_Spare] = []  # oldest (most likely ready) first
         self._ref_locks: dict[str, threading.Lock] = {}
         self._close_judges = weakref.finalize(self, _close_all, self._judges)
         self._shape_ev: Evaluator | None = None  # the extra shapes' judges (settings.extra_shapes), made on first use
@@ -615,42 +615,49 @@ class Evaluator:
         return _Slot(Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root)), read_fd, write_fd, cand, judge)
 
     def _refill_spare(self) -> None:
-        """Start a worker that imports torch and the harness, then waits on stdin for its job. Started
-        from the measuring thread: a child's PR_SET_PDEATHSIG follows the thread that forked it."""
-        with self._lock:
-            if self._spare is not None:
+        """Start workers that import torch and the harness, then wait on stdin for their jobs, until
+        ``settings.spare_workers`` wait. More than one: a short evaluation (~4 s at full size) ends before one
+        spare's imports do (~8 s on the H200 host), so with one the next candidate often waited for it anyway.
+        Started from the measuring thread: a child's PR_SET_PDEATHSIG follows the thread that forked it."""
+        while True:
+            with self._lock:
+                if len(self._spares) >= self.settings.spare_workers:
+                    return
+            slot = self._new_slot()
+            try:
+                # TORCH_EXTENSIONS_DIR is set per job by the worker (wait_for_job), from the job file.
+                child = spawn_module("harness.worker", ["--spare"], cwd=slot.work,
+                                     env=_child_env(self.cache_dir / "extensions" / "_spare", self.device,
+                                                    self.gpu_index),
+                                     max_file_bytes=self.settings.max_output_file_bytes,
+                                     pass_fds=(slot.write_fd, slot.cand_sock.fileno()), stdin_pipe=True, contain=True)
+            except OSError:
+                slot.close_fds()
+                shutil.rmtree(slot.work, ignore_errors=True)
                 return
-        slot = self._new_slot()
-        try:
-            # TORCH_EXTENSIONS_DIR is set per job by the worker (wait_for_job), from the job file.
-            child = spawn_module("harness.worker", ["--spare"], cwd=slot.work,
-                                 env=_child_env(self.cache_dir / "extensions" / "_spare", self.device, self.gpu_index),
-                                 max_file_bytes=self.settings.max_output_file_bytes,
-                                 pass_fds=(slot.write_fd, slot.cand_sock.fileno()), stdin_pipe=True, contain=True)
-        except OSError:
-            slot.close_fds()
-            shutil.rmtree(slot.work, ignore_errors=True)
-            return
-        spare = _Spare(child, slot)
-        with self._lock:
-            spare, self._spare = (spare, self._spare) if self._spare is not None else (None, spare)
-        if spare is not None:  # another thread refilled it meanwhile: keep one
-            spare.discard()
+            spare = _Spare(child, slot)
+            with self._lock:
+                keep = len(self._spares) < self.settings.spare_workers
+                if keep:
+                    self._spares.append(spare)
+            if not keep:  # another thread refilled meanwhile
+                spare.discard()
+                return
 
     def _take_spare(self) -> _Spare | None:
-        with self._lock:
-            spare, self._spare = self._spare, None
-        if spare is None:
-            return None
-        if spare.child.proc.poll() is not None:  # died while waiting (killed, or its thread ended)
-            spare.discard()
-            return None
-        return spare
+        while True:
+            with self._lock:
+                spare = self._spares.pop(0) if self._spares else None
+            if spare is None:
+                return None
+            if spare.child.proc.poll() is None:
+                return spare
+            spare.discard()  # died while waiting (killed, or its thread ended): the next one, if any
 
     def _discard_spare(self) -> None:
         with self._lock:
-            spare, self._spare = self._spare, None
-        if spare is not None:
+            spares, self._spares = self._spares, []
+        for spare in spares:
             spare.discard()
 
     @staticmethod

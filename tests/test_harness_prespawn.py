@@ -33,24 +33,25 @@ def test_spare_workers_run_candidates_with_the_same_verdicts(tmp_path):
         hack = ev.evaluate(IDENTITY, "level1/19_ReLU")
         forged = ev.evaluate(FORGE, "level1/19_ReLU")
         honest_again = ev.evaluate(HONEST + "\n# again\n", "level1/19_ReLU")
-        spare_pid = ev._spare.child.proc.pid
-        assert _alive(spare_pid)
+        spare_pids = [sp.child.proc.pid for sp in ev._spares]
+        assert len(spare_pids) == settings.spare_workers == 2 and all(_alive(p) for p in spare_pids)
     assert not first.record.worker_prespawned  # nothing was started before the first
     assert hack.record.worker_prespawned and forged.record.worker_prespawned and honest_again.record.worker_prespawned
     assert first.results["verified"].verdict == honest_again.results["verified"].verdict == "correct"
     assert hack.results["verified"].verdict == "hack"
     assert forged.results["verified"].verdict == "hack"  # the job file and nonce are as hidden as before
-    assert not _alive(spare_pid)  # closing the evaluator ends the waiting spare
+    assert not any(_alive(p) for p in spare_pids)  # closing the evaluator ends the waiting spares
 
 
 def test_a_spare_that_died_is_replaced_by_a_fresh_process(tmp_path):
     settings = EvalSettings(prespawn_worker=True, **QUICK)
     with harness.Evaluator("cpu", "small", settings=settings, cache_dir=tmp_path) as ev:
         ev.evaluate(HONEST, "level1/19_ReLU")
-        ev._spare.child.proc.kill()
-        ev._spare.child.proc.wait()
+        for sp in ev._spares:
+            sp.child.proc.kill()
+            sp.child.proc.wait()
         r = ev.evaluate(HONEST + "\n# after the kill\n", "level1/19_ReLU")
-    assert not r.record.worker_prespawned
+    assert not r.record.worker_prespawned  # every dead spare skipped, none taken
     assert r.record.status == "ok" and r.results["verified"].verdict == "correct"
 
 
@@ -61,7 +62,7 @@ def test_spare_is_off_by_default_on_a_small_host(tmp_path, monkeypatch):
     with harness.Evaluator("cpu", "small", settings=EvalSettings(**QUICK), cache_dir=tmp_path) as ev:
         a = ev.evaluate(HONEST, "level1/19_ReLU")
         b = ev.evaluate(HONEST + "\n# b\n", "level1/19_ReLU")
-        assert ev._spare is None
+        assert ev._spares == []
     assert not a.record.worker_prespawned and not b.record.worker_prespawned
 
 
