@@ -37,7 +37,9 @@ python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.versio
 # workers, the timer against CUPTI with and without the lead.
 for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreement}; do
     case $name in
-    hack_suite) step hack_suite python3 benchmarks/gpu_hack_suite.py --device cuda --quick --out "$R/h200_hack_suite.md" ;;
+    # HACK_ONLY=a,b runs only the fixtures whose names contain one of those substrings (a re-check after a fix).
+    hack_suite) step hack_suite python3 benchmarks/gpu_hack_suite.py --device cuda --quick --out "$R/h200_hack_suite.md" \
+        ${HACK_ONLY:+--only "$HACK_ONLY"} ;;
     throughput) step throughput python3 benchmarks/throughput.py --device cuda --candidates cuda --serial-sample 3 \
         --verified-seconds 1.0 --modes "${THROUGHPUT_MODES:-cold,warm}" ${THROUGHPUT_PRESPAWN:+--prespawn-pass} \
         --cache-root /tmp/kv-throughput --out "$R" ;;
