@@ -41,6 +41,12 @@ class Protocol(BaseModel):
     adversarial: bool = Field(
         False, description="count the adversarial distributions (shift, large, heavy_tail, near_constant, sparse: "
         "harness.adversarial) among the verified trials; False leaves them out, as before verified@3")
+    adversarial_normwise: bool = Field(
+        False, description="an adversarial trial also passes when its largest error is within the tolerance of the "
+        "output's largest magnitude, max|d| <= tol (1 + max|e|): heavy tails and shifts make outputs that cancel (a "
+        "cumulative sum dipping near zero after a 1e3 entry), where an honest fp32 summation order's error is small "
+        "against the output's scale but not against that one element. Their targets (NaN from overflow, a variance "
+        "off by a large fraction, a loss off by 1e-3 of itself) fail either way")
     # Tolerance per dtype, declared here only (harness.precision names the dtypes; the judge's checks of timed
     # outputs, the audit and the prompts read these through tolerance_for): DESIGN.md, fp32 vs fp16/bf16.
     tolerance_fp32: float = 1e-2
@@ -118,17 +124,26 @@ VERIFIED_V2 = Protocol(
 )
 
 # verified@3 adds the adversarial distributions (issue 19, part 1); everything else as verified@2.
-VERIFIED = VERIFIED_V2.model_copy(update={
+VERIFIED_V3 = VERIFIED_V2.model_copy(update={
     "version": "3",
     "adversarial": True,
     "description": VERIFIED_V2.description.replace(
         "hidden suite (x1, x3, x0.01, x-1)",
         "hidden suite (x1, x3, x0.01, x-1; adversarial " + ", ".join(a.name for a in ADVERSARIAL) + ")"),
 })
+# verified@4 judges an adversarial trial against the output's scale too (adversarial_normwise): under verified@3 a
+# row-sequential fp32 cumsum of 32768 heavy-tailed values, an honest and common kernel, needed 1.5e-3 elementwise.
+VERIFIED = VERIFIED_V3.model_copy(update={
+    "version": "4",
+    "adversarial_normwise": True,
+    "description": VERIFIED_V3.description.replace(
+        "fp32 1e-3 against an exact reference", "fp32 1e-3 against an exact reference elementwise (an adversarial "
+        "trial also passes within 1e-3 of the output's largest magnitude)"),
+})
 
 PROTOCOLS: dict[str, Protocol] = {"naive": NAIVE, "verified": VERIFIED}
 # Every version still defined, by key: a stored run can be re-scored by the rule it was first scored with.
-PROTOCOL_VERSIONS: dict[str, Protocol] = {p.key: p for p in (NAIVE, VERIFIED_V2, VERIFIED)}
+PROTOCOL_VERSIONS: dict[str, Protocol] = {p.key: p for p in (NAIVE, VERIFIED_V2, VERIFIED_V3, VERIFIED)}
 
 
 def get_protocol(name: str) -> Protocol:
@@ -208,6 +223,8 @@ def _trial_passes(trial: TrialResult, p: Protocol, tol: float) -> tuple[bool, st
         return True, ""
     allowed = p.tf32_allowance(trial.tf32_baseline_max_abs, trial.tf32_truncated_max_abs)
     if allowed is not None and math.isfinite(e.max_abs) and e.max_abs <= allowed:
+        return True, ""
+    if p.adversarial_normwise and trial.distribution in ADVERSARIAL_NAMES and e.max_abs <= tol * (1 + e.expected_abs_max):
         return True, ""
     return False, f"max abs error {e.max_abs:.3g} (needs tolerance {e.min_tolerance:.3g} > {tol:g})"
 

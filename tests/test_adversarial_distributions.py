@@ -153,19 +153,19 @@ def test_verified3_counts_the_adversarial_trials_and_verified2_does_not():
     rec = record("level1/40_LayerNorm", naive_k=1.0, naive_b=1.0, ver_k=1.0, ver_tf32=1.0,
                  verified={"base": 1e-6, "x1": 1e-6, "x3": 1e-6, "x0.01": 1e-6, "neg": 1e-6,
                            "shift": 6e-3, "near_constant": 3e-2, "large": 1e-6})
-    v2, v3 = score(rec, "verified@2"), score(rec, VERIFIED)
+    v2, v3 = score(rec, "verified@2"), score(rec, "verified@3")
     assert v2.verdict == "correct" and v2.version == "2"
     assert v3.verdict == "incorrect" and v3.version == "3" and v3.failing_distributions == ["shift", "near_constant"]
-    assert score(rec, "verified").version == "3" and get_protocol("verified@2") is VERIFIED_V2
+    assert score(rec, "verified").version == "4" and get_protocol("verified@2") is VERIFIED_V2
     # verified@3 is verified@2 plus the adversarial trials, nothing else
-    assert W.same_scoring(VERIFIED.model_copy(update={"adversarial": False}), VERIFIED_V2)
+    assert W.same_scoring(VERIFIED.model_copy(update={"adversarial": False, "adversarial_normwise": False}), VERIFIED_V2)
     with pytest.raises(KeyError):
         get_protocol("verified@9")
 
 
 def test_waterfall_has_its_own_step_for_the_adversarial_distributions():
     comps = {c.step: c for c in W.COMPONENTS}
-    assert comps["adversarial_inputs"].fields == ["adversarial"]
+    assert comps["adversarial_inputs"].fields == ["adversarial", "adversarial_normwise"]
     assert not W.uncovered_fields()
     order = [c.step for c in W.COMPONENTS]
     assert order.index("adversarial_inputs") == order.index("hidden_inputs") + 1
@@ -238,3 +238,42 @@ def test_a_problem_whose_inputs_admit_none_records_why(evaluator):
     assert [s.distribution for s in r.record.skipped_distributions] == [a.name for a in ADVERSARIAL]
     assert all("probability" in s.reason for s in r.record.skipped_distributions)
     assert r.results["verified"].verdict == "correct"
+
+
+def _row_sequential_cumsum(x: torch.Tensor) -> torch.Tensor:
+    """The most common honest CUDA cumsum: one thread per row, adding left to right in fp32."""
+    out, run = torch.empty_like(x), torch.zeros(x.shape[0], dtype=x.dtype)
+    for j in range(x.shape[1]):
+        run = run + x[:, j]
+        out[:, j] = run
+    return out
+
+
+def test_verified4_judges_an_adversarial_trial_against_the_outputs_scale_too():
+    """At level1/89's full row length (32768), heavy-tailed rows make running sums that reach ~1e3 and then cancel:
+    a row-sequential fp32 cumsum, honest, needs more than 1e-3 elementwise there on some draws. Against the output's
+    largest magnitude its error is ~1e-6, so verified@4 passes it; verified@3 did not. A base trial is still judged
+    elementwise only, and a gross error (a wrong sum) fails both."""
+    from harness.compare import error_stats
+    from harness.record import TrialResult
+
+    # rms 0.5 as U[0,1)'s is ~0.58: the draw then depends on the seed alone. Over seeds 1-8, 2 of 8 such draws need
+    # more than 1e-3 elementwise (1.45e-3 here); heavy_tail runs twice per evaluation, so ~44% of evaluations failed.
+    x = apply("heavy_tail", torch.full((16, 32768), 0.5), Domain.REAL, 6)
+    exact = x.double().cumsum(1)
+    st = error_stats(_row_sequential_cumsum(x), exact)
+    assert st.min_tolerance > 1e-3  # fails elementwise
+    assert st.max_abs <= 1e-4 * (1 + st.expected_abs_max)  # far inside the output's scale
+
+    def verdict(distribution: str, stats, protocol: str) -> str:
+        rec = MeasurementRecord(candidate_hash="h", problem_id="level1/89_cumsum", size="full", device="cuda")
+        rec.naive_trials = [TrialResult(distribution="naive", seed=0, params="default", error=error_stats(exact, exact))]
+        rec.verified_trials = [TrialResult(distribution="base", seed=0, params="default", error=error_stats(exact, exact)),
+                               TrialResult(distribution=distribution, seed=1, params="default", error=stats)]
+        return score(rec, protocol).verdict
+
+    assert verdict("heavy_tail", st, "verified@3") == "incorrect"
+    assert verdict("heavy_tail", st, "verified@4") == "correct"
+    assert verdict("base", st, "verified@4") == "incorrect"  # ordinary draws: elementwise, as before
+    wrong = error_stats(_row_sequential_cumsum(x) * (1 + 2e-3), exact)  # off by 2e-3 of itself everywhere
+    assert verdict("heavy_tail", wrong, "verified@4") == "incorrect"

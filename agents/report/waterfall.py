@@ -75,7 +75,8 @@ COMPONENTS: list[Component] = [
     Component(step="hidden_inputs", label="hidden distributions x1, x3, x0.01, x-1 with perturbed parameters",
               fields=["trials", "distributions"]),
     Component(step="adversarial_inputs", label="adversarial distributions that change shape, not scale: "
-              + ", ".join(a.name for a in ADVERSARIAL) + " (verified@3)", fields=["adversarial"]),
+              + ", ".join(a.name for a in ADVERSARIAL) + " (verified@3; judged against the output's scale too since verified@4)",
+              fields=["adversarial", "adversarial_normwise"]),
     Component(step="tolerance", label="fp32 tolerance 1e-3 vs exact reference (or within k x TF32 error)",
               fields=["tolerance_fp32", "tolerance_half", "tf32_error_factor", "tf32_truncation_factor"]),
     Component(step="strict_output", label="strict outputs: exact dtype, no NaN/Inf, no all-zero output",
