@@ -88,7 +88,7 @@ def test_tolerance_trial_first_fails_at_the_tolerance_step(audit):
 def test_text_cli(run, capsys):
     assert cli([str(run), "--audit"]) == 0
     out = capsys.readouterr().out
-    assert "4 of 11 evaluated attempts changed verdict between naive@1 and verified@3" in out
+    assert "4 of 11 evaluated attempts changed verdict between naive@1 and verified@4" in out
     block = out.split("\n\n")
     relu = next(b for b in block if b.startswith(RELU))
     assert "naive correct 10.00x -> verified incorrect -" in relu  # no speedup beside a wrong kernel
