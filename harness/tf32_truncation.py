@@ -38,7 +38,9 @@ def truncate(t: torch.Tensor) -> torch.Tensor:
     ``t``'s dtype (float64 in the reference)."""
     if not (isinstance(t, torch.Tensor) and t.dtype in (torch.float32, torch.float64)):
         return t
-    return (t.float().view(torch.int32) & _KEEP_BITS).view(torch.float32).to(t.dtype)
+    y = t.float() if t.dtype == torch.float64 else t.clone()  # one fp32 copy, masked in place
+    y.view(torch.int32).bitwise_and_(_KEEP_BITS)
+    return y.to(t.dtype)
 
 
 class TruncatedTF32(TorchFunctionMode):
