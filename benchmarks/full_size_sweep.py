@@ -4,7 +4,7 @@ harness errors, and the peak GPU memory in use (nvidia-smi, when present).
 
     python benchmarks/corpora.py leaderboard MIRROR /tmp/lb        # lay out a corpus (not committed)
     python benchmarks/full_size_sweep.py --replay /tmp/lb/replay/gpt-o1,/tmp/lb/replay/cuda-l1-h100 \\
-        --problems-dir /tmp/lb/problems --out DIR [--limit K] [--stride S --offset O] [--device cuda] [--size full] \\
+        --problems-dir /tmp/lb/problems --out DIR [--limit K] [--stride S --offset O] [--also 1/14,1/29] [--device cuda] [--size full] \\
         [--deadline-s 1500] [--eval-set KEY=VALUE ...]
 
 The sweep is ``python -m agents.sweep --models replay:A,replay:B,... --turns 1`` in a child process, over every
@@ -110,11 +110,13 @@ def read_run(run_dir: Path) -> dict:
             "verdicts": {k: dict(v) for k, v in verdicts.items()}, "seconds": dict(seconds)}
 
 
-def pick(problems: list, stride: int = 1, offset: int = 0, limit: int = 0) -> list:
+def pick(problems: list, stride: int = 1, offset: int = 0, limit: int = 0, also: list | None = None) -> list:
     """Every ``stride``-th problem from ``offset`` (sorted by level, then number: each level in proportion), then the
-    first ``limit`` of those (0: all)."""
+    first ``limit`` of those (0: all), then ``also`` (recorded ones only: kernels to evaluate again after a fix that
+    changes what is measured), in level order."""
     chosen = sorted(problems)[offset::max(1, stride)]
-    return chosen[:limit] if limit else chosen
+    chosen = chosen[:limit] if limit else chosen
+    return sorted(set(chosen) | (set(also or ()) & set(problems)))
 
 
 def main() -> int:
@@ -126,6 +128,8 @@ def main() -> int:
                     "from --offset: a sample spread over the levels as a whole sweep is, and another offset in the next "
                     "session adds problems not yet evaluated")
     ap.add_argument("--offset", type=int, default=0)
+    ap.add_argument("--also", default="", help="comma-separated LEVEL/N problems evaluated too (e.g. kernels to re-run "
+                                                  "after a harness fix)")
     ap.add_argument("--run-dir", help="the sweep's run folder (default OUT/run; must not hold a run)")
     ap.add_argument("--eval-set", action="append", default=[], metavar="KEY=VALUE", help="passed to agents.sweep")
     ap.add_argument("--device", default="cuda")
@@ -151,8 +155,9 @@ def main() -> int:
     cmd = [sys.executable, "-m", "agents.sweep", "--models", ",".join(f"replay:{f}" for f in folders),
            "--problems-dir", args.problems_dir, "--turns", "1", "--device", args.device, "--size", args.size,
            "--run-dir", str(run_dir), "--no-progress", *[a for kv in args.eval_set for a in ("--eval-set", kv)]]
-    problems = pick(problems, args.stride, args.offset, args.limit)
-    picked = args.limit or args.stride > 1 or args.offset
+    also = [tuple(int(x) for x in a.strip().removeprefix("level").split("/")) for a in args.also.split(",") if a.strip()]
+    problems = pick(problems, args.stride, args.offset, args.limit, also)
+    picked = args.limit or args.stride > 1 or args.offset or also
     if picked:
         cmd += ["--problems", ",".join(f"{lv}/{n}" for lv, n in problems)]
     candidates = len(recorded) if not picked else sum(1 for lv, n, s in recorded if s == 0 and (lv, n) in problems)

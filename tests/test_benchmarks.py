@@ -192,6 +192,8 @@ def test_full_size_sweep_picks_a_sample_spread_over_the_levels_and_the_next_offs
     assert sum(1 for lv, _ in first if lv == 3) == 10  # in proportion to the level's share
     assert not set(first) & set(second)
     assert pick(problems, limit=3) == [(1, 1), (1, 2), (1, 3)]
+    # kernels to re-run after a fix join the sample in level order; a problem nothing recorded does not
+    assert pick(problems, limit=3, also=[(2, 7), (1, 2), (4, 1)]) == [(1, 1), (1, 2), (1, 3), (2, 7)]
 
 
 def test_cudal1_corpus_shares_the_problems_folder_and_leaves_out_what_differs(tmp_path):
