@@ -208,22 +208,20 @@ def summarize(run_dir: Path, out: Path, eval_set: list[str]) -> int:
 
 
 def write_table(out: Path, data: dict, scope: str, eval_set: list[str]) -> None:
-    wall, run = data["wall_s"], data
-    per_hour = run["attempts"] / wall * 3600 if wall > 0 else 0.0
-    data["candidates_per_hour"] = per_hour
-    peak = data["peak_disk_bytes"]
-    gpu = data["gpu_peak_mib"]
+    """full_size_sweep.md / .json from a run's figures (``read_run``'s, plus wall and peaks); adds candidates/hour."""
+    wall, peak, gpu = data["wall_s"], data["peak_disk_bytes"], data["gpu_peak_mib"]
+    per_hour = data["candidates_per_hour"] = data["attempts"] / wall * 3600 if wall > 0 else 0.0
     lines = ["| figure | value |", "|---|---|",
              f"| candidates evaluated | {scope} |",
              f"| wall | {wall:.0f} s |", f"| candidates per hour | {per_hour:.0f} |",
              f"| peak disk used (largest filesystem delta) | "
              f"{f'{max(peak.values()) / 2**30:.2f} GiB' if peak else 'not sampled'} |",
              f"| peak GPU memory in use | {f'{gpu} MiB' if gpu is not None else 'not sampled'} |",
-             f"| harness errors (errors.jsonl) | {run['harness_errors']} |",
-             f"| model errors (errors.jsonl: nothing recorded, unreadable response) | {run['model_errors']} |"]
+             f"| harness errors (errors.jsonl) | {data['harness_errors']} |",
+             f"| model errors (errors.jsonl: nothing recorded, unreadable response) | {data['model_errors']} |"]
     lines += [f"| {proto} verdicts | {', '.join(f'{k} {v}' for k, v in sorted(c.items()))} |"
-              for proto, c in run["verdicts"].items()]
-    lines.append(f"| seconds summed over the candidates | {', '.join(f'{k} {v:.0f}' for k, v in run['seconds'].items())} |")
+              for proto, c in data["verdicts"].items()]
+    lines.append(f"| seconds summed over the candidates | {', '.join(f'{k} {v:.0f}' for k, v in data['seconds'].items())} |")
     lines.append(f"| settings | {' '.join(eval_set) or 'defaults'} |")
     write_results(out, "full_size_sweep", "\n".join(lines), data)
 
