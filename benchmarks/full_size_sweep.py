@@ -107,7 +107,12 @@ def read_run(run_dir: Path) -> dict:
                 seconds[k.removesuffix("_seconds")] += rec[k]
     return {"attempts": len(attempts), "harness_errors": sum(1 for e in errors if e.get("kind") != "model"),
             "model_errors": sum(1 for e in errors if e.get("kind") == "model"),
-            "verdicts": {k: dict(v) for k, v in verdicts.items()}, "seconds": dict(seconds)}
+            "verdicts": {k: dict(v) for k, v in verdicts.items()}, "seconds": dict(seconds),
+            # per candidate, in the order evaluated (no kernel source: the corpora are not committed)
+            "candidates": [{"model": a.get("model"), "problem": a.get("problem_id"),
+                            "prespawned": (a.get("record") or {}).get("worker_prespawned"),
+                            "eval_seconds": (a.get("record") or {}).get("eval_seconds"),
+                            "phase_seconds": (a.get("record") or {}).get("phase_seconds")} for a in attempts]}
 
 
 def pick(problems: list, stride: int = 1, offset: int = 0, limit: int = 0, also: list | None = None) -> list:
