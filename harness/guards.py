@@ -209,11 +209,14 @@ def functions_unpatched(before: dict[str, Any], after: dict[str, Any]) -> GuardO
 
 def fingerprint(t: torch.Tensor) -> torch.Tensor:
     """A cheap stream-ordered summary of a tensor's contents (sampled, weighted)."""
-    flat = t.detach().reshape(-1)
-    n = flat.numel()
+    t = t.detach()
+    n = t.numel()
     if n == 0:
         return torch.zeros((), device=t.device, dtype=torch.float64)
     step = max(1, n // 4096)
-    sample = flat[::step].to(torch.float64)
+    # A channels-last output is not viewable as one row: take() samples it in place, where reshape would copy
+    # all of it on every timed call (time the timing witness then saw as the kernel's: level1/77 on the H200).
+    sample = (t.view(-1)[::step] if t.is_contiguous() else
+              torch.take(t, torch.arange(0, n, step, device=t.device))).to(torch.float64)
     w = torch.arange(1, sample.numel() + 1, device=t.device, dtype=torch.float64)
     return torch.nan_to_num(sample * w, nan=1.2345e6, posinf=7.7e7, neginf=-7.7e7).sum()

@@ -115,6 +115,7 @@ REPORTS: dict[str, TypeAdapter] = {
     "phase": TypeAdapter(Phase), "candidate_code_starts": TypeAdapter(None), "built": TypeAdapter(dict[str, float]),
     "harness_error": TypeAdapter(str), "judge_link_broken": TypeAdapter(str), "error": TypeAdapter(ErrorReport),
     "output_dtype": TypeAdapter(str), "custom_code_called": TypeAdapter(bool),
+    "note": TypeAdapter(Annotated[str, Field(max_length=1000)]),
     "timing": TypeAdapter(dict[str, Any]),  # Timing's scalar fields: validated as Timing where they are merged
     "timing_samples": TypeAdapter(dict[str, list[float]]), "memory": TypeAdapter(Memory),
     "guards": TypeAdapter(list[GuardOutcome]), "guard": TypeAdapter(GuardOutcome),

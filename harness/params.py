@@ -3,7 +3,8 @@
 The verified protocol loads random values into the reference's parameters (a kernel that hard-codes a
 LayerNorm weight of ones or a zero bias must fail). An honest candidate may name its own parameters
 differently (``weight`` for the reference's ``ln.weight``), so values go by a mapping, resolved in
-this order for the parameters still unmapped: same name and shape; then shapes in declaration order
+this order for the parameters still unmapped: same name and shape; then the same last name component and shape,
+unique on both sides (``bn.weight`` and ``weight``); then shapes in declaration order
 (when the remaining shape sequences are identical); then shapes that are unique on both sides.
 
 * Every reference parameter mapped: perturb both sides through the mapping.
@@ -49,6 +50,15 @@ def map_parameters(reference: list[Entry], candidate: list[Entry]) -> ParamMappi
         c = cand_by_name.get(r[0])
         if c is not None and c[1] == r[1] and c in cand_left:
             take(c, r)
+    # same last name component and shape, one of a kind on both sides (the reference's bn.weight, the candidate's weight)
+    def leaf(e: Entry) -> tuple[str, tuple[int, ...]]:
+        return e[0].rsplit(".", 1)[-1], e[1]
+
+    for r in list(ref_left):
+        same_ref = [x for x in ref_left if leaf(x) == leaf(r)]
+        same_cand = [x for x in cand_left if leaf(x) == leaf(r)]
+        if len(same_ref) == 1 and len(same_cand) == 1:
+            take(same_cand[0], r)
     if ref_left and [s for _, s in ref_left] == [s for _, s in cand_left]:
         for c, r in zip(list(cand_left), list(ref_left), strict=True):
             take(c, r)

@@ -710,6 +710,8 @@ class Evaluator:
                 return
             elif kind == "output_dtype" and record.output_dtype is None:
                 record.output_dtype = payload
+            elif kind == "note":
+                record.provenance.notes.append(payload)
             elif kind == "custom_code_called":
                 record.provenance.custom_kernel_called = payload
             elif kind == "timing":

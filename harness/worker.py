@@ -268,16 +268,8 @@ def phase_load(ctx: Ctx) -> bool:
 def phase_init(ctx: Ctx) -> bool:
     ctx.chan.send("phase", "init")
     try:
-        torch.manual_seed(KERNELBENCH_SEED)
-        init = ctx.mod.get_init_inputs()
-        torch.manual_seed(KERNELBENCH_SEED)
-        ctx.model_new = ctx.cand.ModelNew(*init)
-        # A bf16/fp16 run casts ModelNew as the judge casts the reference (fp32: dtype None, left as built).
+        ctx.model_new = _build_model_new(ctx)
         dtype = torch_dtype(ctx.job.settings.precision)
-        if isinstance(ctx.model_new, torch.nn.Module):
-            ctx.model_new = ctx.model_new.to(ctx.device)
-            if dtype is not None:
-                ctx.model_new = ctx.model_new.to(dtype)
         ctx.ref_model = build_model(ctx.mod, ctx.device)  # its memory figure only: the judge times the baselines
         if dtype is not None:
             ctx.ref_model = ctx.ref_model.to(dtype)
@@ -285,6 +277,21 @@ def phase_init(ctx: Ctx) -> bool:
         return ctx.fail("runtime_error", "init", exc)
     ctx.threads_before = threading.active_count()
     return True
+
+
+def _build_model_new(ctx: Ctx) -> Any:
+    """ModelNew(*get_init_inputs()) under KernelBench's seed, on the device, in the run's precision."""
+    torch.manual_seed(KERNELBENCH_SEED)
+    init = ctx.mod.get_init_inputs()
+    torch.manual_seed(KERNELBENCH_SEED)
+    model = ctx.cand.ModelNew(*init)
+    # A bf16/fp16 run casts ModelNew as the judge casts the reference (fp32: dtype None, left as built).
+    dtype = torch_dtype(ctx.job.settings.precision)
+    if isinstance(model, torch.nn.Module):
+        model = model.to(ctx.device)
+        if dtype is not None:
+            model = model.to(dtype)
+    return model
 
 
 def _judged_call(ctx: Ctx, kind: str, index: int) -> tuple[Any, list[Any]]:
@@ -335,7 +342,25 @@ def _candidate_tensors(model) -> list[tuple[str, Any]]:
     return [(n, t) for n, t in named if isinstance(t, torch.Tensor) and t.is_floating_point()]
 
 
+def _fresh_model_new(ctx: Ctx) -> None:
+    """The verified trials and the timing get a second ModelNew, loaded with the judge's values before its first
+    call, as a checkpoint is loaded after construction: a kernel that prepares its weights on its first call (a
+    transposed or channels-last copy, kept for later calls) prepared the naive instance's from the default
+    values, and the perturbed ones must reach it too (cuda-l1-h100 level1/57, 71, 81 on the H200)."""
+    try:
+        fresh = _build_model_new(ctx)
+    except BaseException as exc:  # noqa: BLE001 - the first instance stays; the record says so
+        ctx.chan.send("note", f"a second ModelNew for the verified trials raised ({type(exc).__name__}: {str(exc)[:300]}); the naive "
+                              "trials' instance received the verified parameters after its first calls")
+        return
+    old, ctx.model_new = ctx.model_new, fresh
+    del old
+    if ctx.ops.is_cuda:
+        torch.cuda.empty_cache()
+
+
 def phase_verified_correctness(ctx: Ctx) -> bool:
+    _fresh_model_new(ctx)
     held = _candidate_tensors(ctx.model_new)
     p = ctx.judge.request("params", {"params": [[n, list(t.shape)] for n, t in held[:10_000]]})
     by_name = dict(held)
@@ -450,7 +475,7 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
     recent: list[tuple[torch.Tensor, torch.Tensor, int]] = []
     replayed: list[str] = []
     threads_seen = [threading.active_count()]
-    capture: dict[str, torch.Tensor] = {}
+    capture: dict[str, Any] = {}
     kernel = Subject("kernel", lambda i: model_new(*sets[i]))
 
     def keep(idx, out):
@@ -466,10 +491,12 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
                                 f"for the same inputs")
             recent.append((out, G.fingerprint(out), idx))
             del recent[:-3]
-            # Captured now, before the judge says whether this call is checked.
-            slot = capture.get("out")
-            if slot is None or slot.shape != out.shape or slot.dtype != out.dtype:
-                slot = capture["out"] = torch.empty_like(out, memory_format=torch.contiguous_format)
+            # Captured now, before the judge says whether this call is checked: in the output's own layout, one
+            # straight copy whatever it is (the timing witness allows for a contiguous copy of its size).
+            slot, layout = capture.get("out"), (out.shape, out.dtype, out.stride())
+            if slot is None or capture.get("layout") != layout:
+                slot, capture["layout"] = torch.empty_like(out), layout
+                capture["out"] = slot
             slot.copy_(out)
             ops.sync()
         reply = ctx.judge.request("called", {"set": idx, "ms": kernel.samples[-1] if kernel.samples else None})

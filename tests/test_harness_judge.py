@@ -50,6 +50,17 @@ def test_mapping_by_name_then_declaration_order_then_unique_shape():
     assert m.pairs == {"w": "conv.weight", "b": "conv.bias"} and not m.skipped
 
 
+def test_mapping_by_the_last_name_component_when_declaration_orders_differ():
+    # level1/33 BatchNorm kernels on the H200: bn.weight/bn.bias against weight, bias and their own statistics
+    ref = [("bn.weight", (8,)), ("bn.bias", (8,))]
+    cand = [("weight", (8,)), ("bias", (8,)), ("running_mean", (8,)), ("running_var", (8,))]
+    m = map_parameters(ref, cand)
+    assert m.pairs == {"weight": "bn.weight", "bias": "bn.bias"} and not m.skipped
+    # two candidates named weight: no guess
+    m = map_parameters([("a.weight", (8,)), ("x", (8,))], [("p.weight", (8,)), ("q.weight", (8,)), ("z", (8,))])
+    assert m.skipped
+
+
 def test_mapping_perturbs_the_reference_alone_when_the_candidate_holds_nothing_for_it():
     # a kernel that dropped the affine parameters must still meet perturbed ones (it hard-codes 1 and 0)
     m = map_parameters([("ln.weight", (8,)), ("ln.bias", (8,))], [])
@@ -79,6 +90,24 @@ class ModelNew(nn.Module):
     assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
     assert r.record.param_mapping == {"weight": "ln.weight", "bias": "ln.bias"}
     assert all(t.params == "perturbed" for t in r.record.verified_trials)
+
+
+def test_a_model_that_cannot_be_built_twice_keeps_its_first_instance_and_says_so():
+    src = """
+import torch, torch.nn as nn
+BUILT = []
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        if BUILT:
+            raise RuntimeError("one instance per process")
+        BUILT.append(1)
+    def forward(self, x):
+        return torch.relu(x)
+"""
+    r = harness.evaluate(src, RELU, settings=SETTINGS)
+    assert _verdicts(r) == ("correct", "correct")
+    assert any("second ModelNew" in n and "one instance per process" in n for n in r.record.provenance.notes)
 
 
 # -- the answers are out of reach ------------------------------------------------------------------------
