@@ -126,7 +126,7 @@ class LocalExecutor(Executor):
             build = self._builds.get(h)
             if build is None:
                 self._stats.queued_builds += 1
-                build = self._build_pool.submit(self._build, kernel_source)
+                build = self._build_pool.submit(self._build, kernel_source, problem_id)
                 self._builds[h] = build
         build.add_done_callback(lambda b: self._after_build(b, kernel_source, problem_id, result))
         return result
@@ -158,12 +158,12 @@ class LocalExecutor(Executor):
             ev.close()
 
     # -- internals --------------------------------------------------------------------------------
-    def _build(self, source: str):
+    def _build(self, source: str, problem_id: str | None = None):
         with self._lock:
             self._stats.queued_builds -= 1
             self._stats.building += 1
         try:
-            return self._builder.build(source)
+            return self._builder.build(source, problem_id)
         finally:
             with self._lock:
                 self._stats.building -= 1

@@ -116,7 +116,7 @@ class _EvalWorker:
         # CPU (under the timing lock: never while another kernel is timed), not after.
         prep = threading.Thread(target=self._prepare, args=(problem_id,), daemon=True)
         prep.start()
-        built = self.evaluator.build(source)
+        built = self.evaluator.build(source, problem_id)
         prep.join()
         if built.ok:
             with self._timing:

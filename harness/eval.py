@@ -108,7 +108,7 @@ def bounded_evaluate(ev: Evaluator, source: str, problem_id: str, protocols: lis
         return max(1.0, deadline - time.monotonic())
 
     ev.settings = ev.settings.model_copy(update={"build_timeout_s": timeout_s})
-    built = ev.build(source)
+    built = ev.build(source, problem_id)
     ev.settings = ev.settings.model_copy(update={"reference_timeout_s": left()})
     if built.ok and not ev.prepare(problem_id):
         return None

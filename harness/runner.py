@@ -244,10 +244,12 @@ class Evaluator:
         d.mkdir(parents=True, exist_ok=True)
         return d
 
-    def build(self, source: str) -> BuildResult:
+    def build(self, source: str, problem_id: str | None = None) -> BuildResult:
         """Compile a candidate in its own process. A source that builds nothing ahead of time (no
         ``cpp_extension``, no Triton) skips that process: the candidate process imports it anyway and
-        reports import errors as compile errors, so the separate step would only cost a Python start."""
+        reports import errors as compile errors, so the separate step would only cost a Python start.
+        With ``problem_id``, a source whose import compiled nothing is also built once as ModelNew(*init)
+        there (``harness.build``), for the extensions it compiles in its constructor."""
         if not _builds_ahead(source):
             return BuildResult(True, 0.0, "", False)
         ext = self.extensions_dir(source)
@@ -259,7 +261,7 @@ class Evaluator:
             if marker.exists():  # built by whoever held the lock before us
                 return BuildResult(True, 0.0, "", True)
             _clear_torch_batons(ext)
-            return self._build_locked(source, ext, marker)
+            return self._build_locked(source, ext, marker, problem_id)
 
     def _shared_dirs(self) -> list[str]:
         """Folders every candidate of this evaluator shares: its build cache and its temporary root. Processes that
@@ -288,16 +290,24 @@ class Evaluator:
         with ThreadPoolExecutor(min(len(sources), workers or usable_cpus())) as pool:
             return list(pool.map(self.build, sources))
 
-    def _build_locked(self, source: str, ext: Path, marker: Path) -> BuildResult:
+    def _build_locked(self, source: str, ext: Path, marker: Path, problem_id: str | None = None) -> BuildResult:
         work = Path(tempfile.mkdtemp(prefix="build-", dir=self._tmp_root))
         src_path = work / "candidate_src.py"
         src_path.write_text(source)
+        args = [str(src_path)]
+        if problem_id is not None:
+            try:
+                (work / "problem_src.py").write_text(self._problem(problem_id).source(self.size))
+                args.append(str(work / "problem_src.py"))
+            except Exception:  # noqa: BLE001 - only a speed-up: the evaluation reports a missing problem itself
+                pass
         env = _child_env(ext, self.device, self.gpu_index)
         env["KV_PCH_TIMEOUT_S"] = str(self.settings.build_timeout_s / 3)
+        env["KV_BUILD_DEADLINE"] = str(time.time() + 0.8 * self.settings.build_timeout_s)
         # The build imports the candidate: its top-level code may write only this source's extensions folder, its
         # build folder and the machine-wide compile caches, not other sources' extensions or evaluations' files.
         caches = self._compile_caches()  # ext exists already (extensions_dir makes it): it stays writable
-        res = run_module("harness.build", [str(src_path)], cwd=work, env=env,
+        res = run_module("harness.build", args, cwd=work, env=env,
                          timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes,
                          niceness=self.settings.build_niceness,
                          read_only=(self._shared_dirs(), [str(ext), str(work), *caches]))
@@ -410,7 +420,7 @@ class Evaluator:
         if problem.meta.borrowed_from:
             record.provenance.notes.append(f"input domains and flags from the built-in {problem.meta.borrowed_from}")
         record.gpu_index = self.gpu_index
-        built = build or self.build(source)
+        built = build or self.build(source, problem.id)
         record.build_seconds, record.build_cached = built.seconds, built.cached
         if not built.ok:
             if _disk_full(built.error, self.cache_dir):
