@@ -720,8 +720,8 @@ class Evaluator:
                 return
             elif kind == "output_dtype" and record.output_dtype is None:
                 record.output_dtype = payload
-            elif kind == "note":
-                record.provenance.notes.append(payload)
+            elif kind == "note" and sum(n.startswith("candidate process: ") for n in record.provenance.notes) < 4:
+                record.provenance.notes.append(f"candidate process: {payload}")  # its own words: a few at most
             elif kind == "custom_code_called":
                 record.provenance.custom_kernel_called = payload
             elif kind == "timing":
