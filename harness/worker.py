@@ -8,6 +8,7 @@ reported on the pipe as they complete, so a crash or a hang still tells the pare
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import sys
@@ -355,6 +356,9 @@ def _fresh_model_new(ctx: Ctx) -> None:
         return
     old, ctx.model_new = ctx.model_new, fresh
     del old
+    # Freed now even inside reference cycles (a bound method kept as an attribute): what the first instance started
+    # on its first call (a thread pool) ends with it, and the fresh one's own does not count as extra threads.
+    gc.collect()
     if ctx.ops.is_cuda:
         torch.cuda.empty_cache()
 
