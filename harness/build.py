@@ -72,6 +72,7 @@ OBJECTS_ENV = "KV_OBJECT_CACHE_DIR"
 # When (epoch seconds) a build that is still running ModelNew's constructor stops it and succeeds (Evaluator sets it
 # inside its build timeout).
 BUILD_DEADLINE_ENV = "KV_BUILD_DEADLINE"
+IMPORTED_MARKER = ".imported"  # written in the build folder once the import succeeded, before the constructor runs
 MAX_PCH_VARIANTS = 4
 
 
@@ -388,6 +389,9 @@ def main(path: str, problem_path: str | None = None) -> int:
         sys.stderr.flush()
         os._exit(3)
     if problem_path and not loads and "cpp_extension" in src and hasattr(mod, "ModelNew"):
+        # The import is done: whatever the constructor does to this process now (a crash, an exit) is not a
+        # compile error, the evaluation meets it again and reports it.
+        (Path(path).parent / IMPORTED_MARKER).write_text("")
         _build_in_constructor(mod, Path(problem_path).read_text(),
                               float(os.environ.get(BUILD_DEADLINE_ENV) or time.time() + 120))
     sys.stdout.flush()

@@ -34,7 +34,7 @@ import problems as P
 
 from . import messages as M
 from . import shapes
-from .build import build_env, usable_cpus
+from .build import IMPORTED_MARKER, build_env, usable_cpus
 from .candidate import source_hash
 from .errors import HarnessError
 from .guard_registry import outcome
@@ -311,10 +311,13 @@ class Evaluator:
                          timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes,
                          niceness=self.settings.build_niceness,
                          read_only=(self._shared_dirs(), [str(ext), str(work), *caches]))
+        # A build process that ended after the import succeeded ended in the constructor run after it, which the
+        # evaluation runs again and reports: not a compile error.
+        imported = (work / IMPORTED_MARKER).exists()
         shutil.rmtree(work, ignore_errors=True)
         if res.timed_out:
             return BuildResult(False, res.seconds, f"build exceeded {self.settings.build_timeout_s:.0f} s", False, True)
-        if res.returncode != 0:
+        if res.returncode != 0 and not imported:
             err = res.stderr_tail or res.stdout_tail or f"build process ended with {res.signal_name or res.returncode}"
             return BuildResult(False, res.seconds, err, False)
         marker.write_text(datetime.now(UTC).isoformat())

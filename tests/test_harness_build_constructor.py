@@ -51,10 +51,12 @@ def test_an_extension_compiled_in_the_constructor_is_built_before_the_evaluation
         assert (r.results["naive"].verdict, r.results["verified"].verdict) == ("correct", "correct")
 
 
-def test_a_constructor_that_raises_or_hangs_is_the_evaluations_to_report(tmp_path):
+def test_a_constructor_that_raises_exits_or_hangs_is_the_evaluations_to_report(tmp_path):
     raises = IN_CONSTRUCTOR.replace("        self.ext = load_inline(", "        raise RuntimeError('no GPU here')\n"
                                                                      "        self.ext = load_inline(")
     hangs = IN_CONSTRUCTOR.replace("        self.ext = load_inline(", "        while True: pass\n"
+                                                                    "        self.ext = load_inline(")
+    exits = IN_CONSTRUCTOR.replace("        self.ext = load_inline(", "        import os; os._exit(7)\n"
                                                                     "        self.ext = load_inline(")
     settings = EvalSettings(build_timeout_s=10, eval_timeout_s=5, cpu_threads=1)
     with harness.Evaluator("cpu", "small", settings=settings, cache_dir=tmp_path) as ev:
@@ -63,6 +65,10 @@ def test_a_constructor_that_raises_or_hangs_is_the_evaluations_to_report(tmp_pat
         r = ev.evaluate(raises, RELU, build=built)
         assert (r.record.status, r.record.failed_phase) == ("runtime_error", "init")
         assert "no GPU here" in r.record.error
+        built = ev.build(exits, RELU)  # the process ended after its import: the evaluation's to report
+        assert built.ok, built.error
+        r = ev.evaluate(exits, RELU, build=built)
+        assert (r.record.status, r.record.failed_phase) == ("runtime_error", "init"), (r.record.status, r.record.error)
         built = ev.build(hangs, RELU)  # stopped at 0.8 of the build timeout, as a build that compiled nothing
         assert built.ok and not built.timed_out, built.error
         assert ev.evaluate(hangs, RELU, build=built).record.status == "timeout"
