@@ -6,6 +6,7 @@ inputs without ever exchanging tensors. Inputs are generated directly on the eva
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,7 +103,29 @@ def floating_args(inputs: list[Any], arg_names: list[str]) -> list[str]:
             for i, x in enumerate(inputs) if isinstance(x, torch.Tensor) and x.is_floating_point()]
 
 
-def perturbed_parameters(model: torch.nn.Module, seed: int) -> dict[str, torch.Tensor]:
+def construction_seed(perturb_seed: int) -> int:
+    """The seed the verified trials' models are built under, reference and candidate alike (see verified_parameters)."""
+    return (perturb_seed * 2654435761 + 12345) % (2**31 - 1) or 1
+
+
+def verified_parameters(build: Callable[[int], torch.nn.Module], seed: int) -> dict[str, torch.Tensor]:
+    """Values of every floating parameter for the verified trials (not buffers). ``build(s)``: the reference Model
+    built under seed ``s``.
+
+    A parameter drawn at random when the model is built gets the draw of ``construction_seed(seed)``: the
+    candidate's verified instance is built under that seed too, so a kernel that derives state from its weights
+    when it is built (a transposed copy made in ``__init__``) derives it from these values. A parameter that comes
+    out the same under two seeds (a LayerNorm weight of ones, a zero bias) gets a random spread around that value
+    (``perturbed_parameters_of``), so a kernel that hard-codes the constant fails."""
+    s = construction_seed(seed)
+    drawn = {n: p.detach() for n, p in build(s).named_parameters() if p.is_floating_point()}
+    again = {n: p.detach() for n, p in build(s + 1).named_parameters() if p.is_floating_point()}
+    spread = perturbed_parameters_of(drawn, seed)
+    return {n: v if (n in again and again[n].shape == v.shape and not torch.equal(again[n], v)) else spread[n]
+            for n, v in drawn.items()}
+
+
+def perturbed_parameters_of(params: dict[str, torch.Tensor], seed: int) -> dict[str, torch.Tensor]:
     """New random values for every floating parameter (not buffers: running statistics stay valid).
 
     A parameter initialised to a constant (LayerNorm weight of ones, a zero bias) becomes a random
@@ -111,10 +134,8 @@ def perturbed_parameters(model: torch.nn.Module, seed: int) -> dict[str, torch.T
     """
     g = torch.Generator().manual_seed(seed)
     new = {}
-    for name, p in model.named_parameters():
-        if not p.is_floating_point():
-            continue
-        base = p.detach().float().cpu()
+    for name, p in params.items():
+        base = p.float().cpu()
         spread = float(base.std()) if base.numel() > 1 else 0.0
         spread = spread if spread > 0 else max(float(base.abs().mean()), 0.1)
         noise = torch.randn(base.shape, generator=g) * (0.5 * spread)

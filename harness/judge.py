@@ -40,7 +40,7 @@ from .compare import error_stats
 from .device import Clock, DeviceOps
 from .device_buffer import DeviceBufferError, emulated
 from .guard_registry import outcome
-from .inputs import forward_seed, make_inputs, perturbed_parameters
+from .inputs import KERNELBENCH_SEED, construction_seed, forward_seed, make_inputs, verified_parameters
 from .job import JobSpec
 from .params import ParamMapping, map_parameters
 from .precision import casts, torch_dtype
@@ -238,18 +238,22 @@ class Judge:
 
     def values(self) -> dict[str, torch.Tensor]:
         if self._values is None:
-            self._values = perturbed_parameters(self.model, self.job.perturb_seed)
+            self._values = verified_parameters(lambda s: build_model(self.mod, "cpu", s), self.job.perturb_seed)
         return self._values
 
     def _model(self, variant: str, exact: bool | str):
-        """variant: 'default' | 'perturbed'; exact: float64 copy (or fp32 without TF32 when a layer has no
-        float64 kernel); 'float32': a bf16/fp16 run's fallback when a layer has no float64 kernel. Copies of a
-        bf16/fp16 run are upcast from the rounded parameters, so they compute exactly on what the kernel holds."""
+        """variant: 'default' (KernelBench's seed), 'reseeded' (built under the verified construction seed, as the
+        candidate's verified instance is), 'perturbed' (reseeded, then the verified parameter values loaded) or
+        'perturbed_kb' (KernelBench's seed, then those values: a candidate whose second build failed); exact:
+        float64 copy (or fp32 without TF32 when a layer has no float64 kernel); 'float32': a bf16/fp16 run's fallback
+        when a layer has no float64 kernel. Copies of a bf16/fp16 run are upcast from the rounded parameters, so
+        they compute exactly on what the kernel holds."""
         key = (variant, exact)
         if key in self._models:
             return self._models[key]
-        m = self._cast(build_model(self.mod, self.device)) if (variant != "default" or exact) else self.model
-        if variant == "perturbed":
+        seed = construction_seed(self.job.perturb_seed) if variant in ("reseeded", "perturbed") else KERNELBENCH_SEED
+        m = self._cast(build_model(self.mod, self.device, seed)) if (variant != "default" or exact) else self.model
+        if variant in ("perturbed", "perturbed_kb"):
             params = dict(m.named_parameters())
             with torch.no_grad():
                 for name, v in self.values().items():
@@ -445,6 +449,7 @@ class Session:
     def run(self) -> dict:
         j = self.j
         hello = {"naive": len(j.naive_plan), "verified": [t.distribution for t in j.verified_plan],
+                 "construction_seed": construction_seed(j.job.perturb_seed),
                  "timing_sets": len(j.timing_seeds), "size": self.buf.size, "compile_baseline": j.compiled is not None,
                  "buffer": self.handover}
         try:
@@ -493,16 +498,18 @@ class Session:
             self.naive_trials.append(tr)
             self._trial(spec.seed, spec.scale, exp, tr)
         elif kind == "params" and self.mapping is None and next_verified == 0:
-            self._params(req.params)
+            self._params(req.params, req.built_under)
         elif kind == "verified_trial" and req.index == next_verified < len(j.verified_plan):
             if self.mapping is None:
-                self._params([])  # a candidate that never said what it holds holds nothing
+                # a candidate that never said what it holds holds nothing: the reference alone is perturbed
+                self._params([], construction_seed(j.job.perturb_seed))
             spec = j.verified_plan[next_verified]
             with self._clock("expected"):
                 exp = j.expected(("verified", next_verified, self.variant), spec.seed, spec.scale, self.variant,
                                  naive=False, distribution=spec.distribution)
             tr = TrialResult(distribution=spec.distribution, seed=spec.seed,
-                             params="perturbed" if self.variant == "perturbed" else "default",
+                             params="reseeded" if self.variant == "reseeded" else
+                             "default" if self.variant == "default" else "perturbed",
                              tf32_baseline_max_abs=exp.tf32_max_abs, tf32_baseline_min_tolerance=exp.tf32_min_tolerance,
                              tf32_truncated_max_abs=exp.tf32_truncated_max_abs,
                              tf32_baseline_all_zero=exp.tf32_all_zero,
@@ -594,10 +601,14 @@ class Session:
             raise
         self._send("ok")
 
-    def _params(self, params: list[tuple[str, list[int]]]) -> None:
+    def _params(self, params: list[tuple[str, list[int]]], built_under: int | None = None) -> None:
         cand = [(name, tuple(shape)) for name, shape in params]
         self.mapping = map_parameters(self.j.reference_params(), cand)
-        self.variant = "default" if self.mapping.skipped else "perturbed"
+        if built_under == construction_seed(self.j.job.perturb_seed):
+            # No safe mapping: the models as the verified seed draws them, on both sides, with nothing loaded.
+            self.variant = "reseeded" if self.mapping.skipped else "perturbed"
+        else:  # its instance holds KernelBench's draw (a second build failed): loaded into that, as before
+            self.variant = "default" if self.mapping.skipped else "perturbed_kb"
         values = self.j.values() if not self.mapping.skipped else {}
         sent = {c: values[r] for c, r in self.mapping.pairs.items()}
         names = list(sent)

@@ -39,6 +39,7 @@ class Params(Request):
     """The candidate's floating-point tensors, (name, shape) each, for the parameter mapping."""
 
     params: list[tuple[str, list[NonNegative]]] = Field(default_factory=list, max_length=10_000)
+    built_under: int | None = None  # the seed its verified instance was built under (the judge's construction seed)
 
 
 class Empty(Request):

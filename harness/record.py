@@ -68,7 +68,7 @@ class TrialResult(_Stored):
                               "distribution (harness.adversarial: 'shift', 'large', 'heavy_tail', 'near_constant', "
                               "'sparse')")
     seed: int
-    params: Literal["default", "perturbed"]
+    params: Literal["default", "perturbed", "reseeded"]  # reseeded: built under the verified seed, nothing loaded
     error: ErrorStats | None = None
     # Error of the TF32-enabled baseline against the exact reference on the same inputs (verified only).
     tf32_baseline_max_abs: float | None = None

@@ -44,10 +44,10 @@ def pytorch_default_flags():
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = m, c
 
 
-def build_model(mod, device: str) -> torch.nn.Module:
-    torch.manual_seed(KERNELBENCH_SEED)
+def build_model(mod, device: str, seed: int = KERNELBENCH_SEED) -> torch.nn.Module:
+    torch.manual_seed(seed)
     init = mod.get_init_inputs()
-    torch.manual_seed(KERNELBENCH_SEED)
+    torch.manual_seed(seed)
     return mod.Model(*init).to(device)
 
 

@@ -92,6 +92,26 @@ class ModelNew(nn.Module):
     assert all(t.params == "perturbed" for t in r.record.verified_trials)
 
 
+def test_no_safe_mapping_compares_both_sides_as_the_verified_seed_builds_them():
+    # three same-shaped tensors for the reference's two: no pairing is safe, so nothing is loaded, and the
+    # verified instance and the reference are both built under the verified seed (a Linear would be drawn anew)
+    src = """
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self, normalized_shape):
+        super().__init__()
+        self.a = nn.Parameter(torch.ones(normalized_shape))
+        self.b = nn.Parameter(torch.zeros(normalized_shape))
+        self.c = nn.Parameter(torch.zeros(normalized_shape))
+        self.shape = tuple(normalized_shape)
+    def forward(self, x):
+        return torch.nn.functional.layer_norm(x, self.shape, self.a, self.b + self.c)
+"""
+    r = harness.evaluate(src, "level1/40_LayerNorm", settings=SETTINGS)
+    assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
+    assert r.record.perturbation_skipped and all(t.params == "reseeded" for t in r.record.verified_trials)
+
+
 def test_a_model_that_cannot_be_built_twice_keeps_its_first_instance_and_says_so():
     src = """
 import torch, torch.nn as nn

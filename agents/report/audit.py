@@ -45,7 +45,7 @@ class TrialEvidence(BaseModel):
     trials: Literal["naive", "verified"] = Field(description="the trial set: naive's get_inputs() or verified's")
     distribution: str
     seed: int
-    params: str = Field(description="'default' or 'perturbed' parameters in this trial")
+    params: str = Field(description="'default', 'perturbed' or 'reseeded' (built under the verified seed, nothing loaded) parameters in this trial")
     max_abs: float | None = None
     max_rel: float | None = None
     needed_tolerance: float | None = Field(None, description="smallest atol=rtol with which allclose passes")
