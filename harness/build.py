@@ -353,7 +353,7 @@ def _build_in_constructor(mod, problem_source: str, deadline: float) -> None:
     ends this process as a successful build, before the parent's build timeout could call it a compile error."""
     from problems.module import exec_source
 
-    from .inputs import KERNELBENCH_SEED
+    from .reference import construct
 
     def stop() -> None:
         sys.stdout.flush()
@@ -363,13 +363,7 @@ def _build_in_constructor(mod, problem_source: str, deadline: float) -> None:
     watchdog.daemon = True
     watchdog.start()
     try:
-        import torch
-
-        problem = exec_source(problem_source, "<problem>")
-        torch.manual_seed(KERNELBENCH_SEED)
-        init = problem.get_init_inputs()
-        torch.manual_seed(KERNELBENCH_SEED)
-        mod.ModelNew(*init)
+        construct(mod.ModelNew, exec_source(problem_source, "<problem>"))
     except BaseException:  # noqa: BLE001, S110 - the evaluation builds it again and reports what it raises
         pass
     finally:

@@ -508,8 +508,7 @@ class Session:
                 exp = j.expected(("verified", next_verified, self.variant), spec.seed, spec.scale, self.variant,
                                  naive=False, distribution=spec.distribution)
             tr = TrialResult(distribution=spec.distribution, seed=spec.seed,
-                             params="reseeded" if self.variant == "reseeded" else
-                             "default" if self.variant == "default" else "perturbed",
+                             params="perturbed" if self.variant.startswith("perturbed") else self.variant,
                              tf32_baseline_max_abs=exp.tf32_max_abs, tf32_baseline_min_tolerance=exp.tf32_min_tolerance,
                              tf32_truncated_max_abs=exp.tf32_truncated_max_abs,
                              tf32_baseline_all_zero=exp.tf32_all_zero,

@@ -44,11 +44,16 @@ def pytorch_default_flags():
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = m, c
 
 
-def build_model(mod, device: str, seed: int = KERNELBENCH_SEED) -> torch.nn.Module:
+def construct(cls, mod, seed: int = KERNELBENCH_SEED):
+    """``cls(*mod.get_init_inputs())`` as KernelBench builds its models: the seed set before each of the two."""
     torch.manual_seed(seed)
     init = mod.get_init_inputs()
     torch.manual_seed(seed)
-    return mod.Model(*init).to(device)
+    return cls(*init)
+
+
+def build_model(mod, device: str, seed: int = KERNELBENCH_SEED) -> torch.nn.Module:
+    return construct(mod.Model, mod, seed).to(device)
 
 
 def trial_plan(job: JobSpec, mod, names: list[str]) -> tuple[list[TrialSpec], list[TrialSpec], list[tuple[str, str]]]:

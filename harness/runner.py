@@ -34,7 +34,7 @@ import problems as P
 
 from . import messages as M
 from . import shapes
-from .build import IMPORTED_MARKER, build_env, usable_cpus
+from .build import BUILD_DEADLINE_ENV, IMPORTED_MARKER, build_env, usable_cpus
 from .candidate import source_hash
 from .errors import HarnessError
 from .guard_registry import outcome
@@ -303,7 +303,7 @@ class Evaluator:
                 pass
         env = _child_env(ext, self.device, self.gpu_index)
         env["KV_PCH_TIMEOUT_S"] = str(self.settings.build_timeout_s / 3)
-        env["KV_BUILD_DEADLINE"] = str(time.time() + 0.8 * self.settings.build_timeout_s)
+        env[BUILD_DEADLINE_ENV] = str(time.time() + 0.8 * self.settings.build_timeout_s)
         # The build imports the candidate: its top-level code may write only this source's extensions folder, its
         # build folder and the machine-wide compile caches, not other sources' extensions or evaluations' files.
         caches = self._compile_caches()  # ext exists already (extensions_dir makes it): it stays writable

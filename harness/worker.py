@@ -32,7 +32,7 @@ from .inputs import KERNELBENCH_SEED
 from .job import JobSpec
 from .precision import torch_dtype
 from .record import GuardOutcome, Memory, Timing
-from .reference import build_model, tf32
+from .reference import build_model, construct, tf32
 from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, dtype_name, unpack_args
 from .timing import Subject, VerifiedBudget, event_vs_synced, naive_samples, time_verified
 from .wire import Conn, WireError
@@ -285,10 +285,7 @@ def phase_init(ctx: Ctx) -> bool:
 
 def _build_model_new(ctx: Ctx, seed: int = KERNELBENCH_SEED) -> Any:
     """ModelNew(*get_init_inputs()) under ``seed``, on the device, in the run's precision."""
-    torch.manual_seed(seed)
-    init = ctx.mod.get_init_inputs()
-    torch.manual_seed(seed)
-    model = ctx.cand.ModelNew(*init)
+    model = construct(ctx.cand.ModelNew, ctx.mod, seed)
     # A bf16/fp16 run casts ModelNew as the judge casts the reference (fp32: dtype None, left as built).
     dtype = torch_dtype(ctx.job.settings.precision)
     if isinstance(model, torch.nn.Module):
