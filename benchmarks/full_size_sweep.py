@@ -115,13 +115,27 @@ def read_run(run_dir: Path) -> dict:
                             "phase_seconds": (a.get("record") or {}).get("phase_seconds")} for a in attempts]}
 
 
-def pick(problems: list, stride: int = 1, offset: int = 0, limit: int = 0, also: list | None = None) -> list:
-    """Every ``stride``-th problem from ``offset`` (sorted by level, then number: each level in proportion), then the
-    first ``limit`` of those (0: all), then ``also`` (recorded ones only: kernels to evaluate again after a fix that
-    changes what is measured), in level order."""
-    chosen = sorted(problems)[offset::max(1, stride)]
+def pick(problems: list, stride: int = 1, offset: int = 0, limit: int = 0, also: list | None = None,
+         evaluated: set | None = None) -> list:
+    """Every ``stride``-th problem from ``offset`` (sorted by level, then number: each level in proportion) among those
+    not ``evaluated`` already, then the first ``limit`` of those (0: all), then ``also`` (recorded ones only: kernels to
+    evaluate again after a fix that changes what is measured), in level order."""
+    chosen = sorted(p for p in problems if p not in (evaluated or set()))[offset::max(1, stride)]
     chosen = chosen[:limit] if limit else chosen
     return sorted(set(chosen) | (set(also or ()) & set(problems)))
+
+
+def evaluated_problems(fidelity_json: Path, inventory: dict[str, list]) -> set:
+    """Problems (level, number) every recorded kernel of which has a row in ``fidelity_json`` already; ``inventory``:
+    replay folder name -> its (level, number, sample) kernels."""
+    from fidelity import kernel_key
+
+    done = {r["key"] for r in json.loads(fidelity_json.read_text())["rows"]}
+    status: dict[tuple, bool] = {}
+    for name, kernels in inventory.items():
+        for lv, n, s in kernels:
+            status[lv, n] = status.get((lv, n), True) and kernel_key(name, lv, n, s) in done
+    return {p for p, all_done in status.items() if all_done}
 
 
 def main() -> int:
@@ -135,6 +149,8 @@ def main() -> int:
     ap.add_argument("--offset", type=int, default=0)
     ap.add_argument("--also", default="", help="comma-separated LEVEL/N problems evaluated too (e.g. kernels to re-run "
                                                   "after a harness fix)")
+    ap.add_argument("--skip-evaluated", type=Path, help="a fidelity.json (benchmarks/fidelity.py): problems whose "
+                    "every recorded kernel is in its tables already are left out, so each session adds new kernels")
     ap.add_argument("--run-dir", help="the sweep's run folder (default OUT/run; must not hold a run)")
     ap.add_argument("--eval-set", action="append", default=[], metavar="KEY=VALUE", help="passed to agents.sweep")
     ap.add_argument("--device", default="cuda")
@@ -161,8 +177,10 @@ def main() -> int:
            "--problems-dir", args.problems_dir, "--turns", "1", "--device", args.device, "--size", args.size,
            "--run-dir", str(run_dir), "--no-progress", *[a for kv in args.eval_set for a in ("--eval-set", kv)]]
     also = [tuple(int(x) for x in a.strip().removeprefix("level").split("/")) for a in args.also.split(",") if a.strip()]
-    problems = pick(problems, args.stride, args.offset, args.limit, also)
-    picked = args.limit or args.stride > 1 or args.offset or also
+    evaluated = evaluated_problems(args.skip_evaluated, {Path(f).name: replay_inventory(f) for f in folders}) \
+        if args.skip_evaluated else set()
+    problems = pick(problems, args.stride, args.offset, args.limit, also, evaluated)
+    picked = args.limit or args.stride > 1 or args.offset or also or evaluated
     if picked:
         cmd += ["--problems", ",".join(f"{lv}/{n}" for lv, n in problems)]
     candidates = len(recorded) if not picked else sum(1 for lv, n, s in recorded if s == 0 and (lv, n) in problems)

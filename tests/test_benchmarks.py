@@ -194,6 +194,18 @@ def test_full_size_sweep_picks_a_sample_spread_over_the_levels_and_the_next_offs
     assert pick(problems, limit=3) == [(1, 1), (1, 2), (1, 3)]
     # kernels to re-run after a fix join the sample in level order; a problem nothing recorded does not
     assert pick(problems, limit=3, also=[(2, 7), (1, 2), (4, 1)]) == [(1, 1), (1, 2), (1, 3), (2, 7)]
+    # problems already in the fidelity tables are left out before the stride: the next session adds new ones only
+    assert pick(problems, stride=100, evaluated={(1, 1), (1, 2)}) == [(1, 3), (2, 3), (3, 3)]
+
+
+def test_full_size_sweep_skips_a_problem_only_when_every_kernel_of_it_was_evaluated(tmp_path):
+    from full_size_sweep import evaluated_problems
+
+    table = tmp_path / "fidelity.json"
+    table.write_text(json.dumps({"rows": [{"key": "gpt-4o level1/19 s0"}, {"key": "claude level1/19 s0"},
+                                          {"key": "gpt-4o level1/20 s0"}]}))
+    inventory = {"gpt-4o": [(1, 19, 0), (1, 20, 0), (2, 5, 0)], "claude": [(1, 19, 0), (1, 20, 0)]}
+    assert evaluated_problems(table, inventory) == {(1, 19)}  # 1/20: claude's kernel is new; 2/5: nothing yet
 
 
 def test_cudal1_corpus_shares_the_problems_folder_and_leaves_out_what_differs(tmp_path):

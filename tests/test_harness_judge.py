@@ -13,7 +13,7 @@ import pytest
 
 import harness
 from harness import EvalSettings
-from harness.judge import witness_verdict
+from harness.judge import check_probability, witness_gaps, witness_verdict
 from harness.params import map_parameters
 
 SETTINGS = EvalSettings(naive_timing_trials=10, verified_min_iters=5, verified_max_iters=10,
@@ -147,6 +147,36 @@ def test_witness_tolerates_scheduler_delays_but_not_a_forged_timer():
     # On a GPU the bound is tighter: a 3x forgery of a 10 ms kernel is a finding, the honest report is not.
     assert not witness_verdict([0.0106] * 20, [3.4] * 20, 0.5, cuda=True)[0]
     assert witness_verdict([0.0106] * 20, [10.0] * 20, 0.5, cuda=True)[0]
+
+
+def test_witness_reads_the_gaps_after_unchecked_calls_where_there_are_enough():
+    # harness.eval --quick checked 80% of timed calls: the witness read 39 ms between the timed calls of an honest
+    # 0.7 ms kernel with a 1 GB output, 1.6 ms accounted for (CUDA-L1 level1/7 on the H200), and called it a hack.
+    # Modelled here as the cost of a check landing in the gap after it.
+    def calls(checked, unchecked_gap=0.0016):
+        at, t = [], 0.0
+        for c in checked:
+            at.append((t, t, c))  # released as it arrived: only the gap to the next call counts here
+            t += 0.039 if c else unchecked_gap
+        return at
+
+    def every_gap(at):
+        return [b[0] - a[1] for a, b in zip(at, at[1:], strict=False)]
+
+    quick = calls([True, True, True, True, False, True, True, True, True, True, True, True])  # 12 calls, 1 unchecked
+    assert not witness_verdict(every_gap(quick), [0.7] * 12, 0.9, cuda=True)[0]  # the false verdict
+    halves = calls([i % 2 == 1 for i in range(12)])  # at most half are checked now
+    gaps = witness_gaps(halves)
+    assert len(gaps) == 6 and max(gaps) < 0.002
+    assert witness_verdict(gaps, [0.7] * 12, 0.9, cuda=True)[0]
+    # a forged timer shows in the unchecked calls' gaps as in any (its kernel's real time is in every one)
+    forged = witness_gaps(calls([i % 2 == 1 for i in range(12)], unchecked_gap=0.0106))  # a 10 ms kernel
+    assert not witness_verdict(forged, [3.4] * 12, 0.5, cuda=True)[0]
+    # too few unchecked calls to read: every gap, as before
+    assert len(witness_gaps(calls([True] * 9 + [False, False]))) == 10
+    # --quick (5 calls at least) no longer checks 80%; the sweep's default (20 calls, 10%) still checks 20%
+    assert check_probability(0.1, 5) == 0.5 and check_probability(0.1, 20) == 0.2
+    assert check_probability(1.0, 5) == 1.0  # a setting that asks for every call checked gets it
 
 
 def test_no_expected_output_or_seed_is_on_disk(ev, tmp_path):
