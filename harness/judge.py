@@ -128,6 +128,18 @@ def _run(model, inputs, seed):
         return model(*inputs)
 
 
+def _double_model(m):
+    """``m.double()``, and the floating tensors its modules hold as plain attributes too: KernelBench's recurrent
+    problems keep their initial state that way (``self.h0 = torch.randn(...)``), which ``.double()`` leaves in fp32,
+    so the float64 run failed on a dtype mismatch and the 'exact' reference fell back to fp32 (level3/35, 3/37)."""
+    m = m.double()
+    for mod in m.modules() if isinstance(m, torch.nn.Module) else ():
+        for name, value in list(vars(mod).items()):
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                setattr(mod, name, value.double())
+    return m
+
+
 def _to_double(inputs):
     return [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
 
@@ -280,7 +292,7 @@ class Judge:
             m = m.float()
         elif exact:
             try:
-                m = m.double()
+                m = _double_model(m)
             except Exception:  # noqa: BLE001
                 m = None
         self._models[key] = m
