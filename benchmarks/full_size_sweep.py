@@ -170,15 +170,15 @@ def main() -> int:
     if not (args.replay and args.problems_dir):
         ap.error("--replay and --problems-dir are required (except with --summarize)")
     folders = [f for f in args.replay.split(",") if f]
-    recorded = [k for f in folders for k in replay_inventory(f)]
+    inventory = {Path(f).name: replay_inventory(f) for f in folders}  # replay folder name -> its kernels
+    recorded = [k for kernels in inventory.values() for k in kernels]
     problems = sorted({(lv, n) for lv, n, _s in recorded})
     run_dir = Path(args.run_dir) if args.run_dir else out / "run"
     cmd = [sys.executable, "-m", "agents.sweep", "--models", ",".join(f"replay:{f}" for f in folders),
            "--problems-dir", args.problems_dir, "--turns", "1", "--device", args.device, "--size", args.size,
            "--run-dir", str(run_dir), "--no-progress", *[a for kv in args.eval_set for a in ("--eval-set", kv)]]
     also = [tuple(int(x) for x in a.strip().removeprefix("level").split("/")) for a in args.also.split(",") if a.strip()]
-    evaluated = evaluated_problems(args.skip_evaluated, {Path(f).name: replay_inventory(f) for f in folders}) \
-        if args.skip_evaluated else set()
+    evaluated = evaluated_problems(args.skip_evaluated, inventory) if args.skip_evaluated else set()
     problems = pick(problems, args.stride, args.offset, args.limit, also, evaluated)
     picked = args.limit or args.stride > 1 or args.offset or also or evaluated
     if picked:

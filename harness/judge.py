@@ -46,7 +46,7 @@ from .params import ParamMapping, map_parameters
 from .precision import casts, torch_dtype
 from .protocols import VERIFIED
 from .record import ErrorStats, GuardOutcome, TrialResult
-from .reference import build_model, environment, pytorch_default_flags, tf32, trial_plan
+from .reference import build_model, environment, module_to, pytorch_default_flags, tf32, trial_plan
 from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, pack_args
 from .tf32_truncation import TruncatedTF32
 from .timing import naive_samples, verified_call
@@ -88,9 +88,9 @@ def check_probability(fraction: float, min_iters: int) -> float:
 
 def witness_gaps(called_at: list[tuple[float, float, bool]]) -> list[float]:
     """Seconds from the judge's reply to one timed call to the next call's message, ``called_at`` holding (arrived,
-    released, checked) per call. Only the gaps after unchecked calls where there are three: after a checked call the
-    judge frees what it compared (a float64 expected output of GBs at full size) before it reads the next message, so
-    that gap can carry the judge's own work. (A harness.eval --quick run on the H200, checking 80% of the calls, read 39 ms
+    released, checked) per call. Only the gaps after unchecked calls where there are three: the work of a check (the
+    judge's comparison of GBs at full size, the candidate side's hand-over) can run on past the judge's reply and into
+    the gap after it. (A harness.eval --quick run on the H200, checking 80% of the calls, read 39 ms
     between the timed calls of an honest kernel with a 1 GB output where 1.6 ms was accounted for; which side's work
     after a check that was is not yet measured, and either way it follows the checked calls.)"""
     gaps = [(b[0] - a[1], a[2]) for a, b in zip(called_at, called_at[1:], strict=False)]
@@ -126,18 +126,6 @@ def _run(model, inputs, seed):
     torch.manual_seed(forward_seed(seed))
     with torch.no_grad():
         return model(*inputs)
-
-
-def _double_model(m):
-    """``m.double()``, and the floating tensors its modules hold as plain attributes too: KernelBench's recurrent
-    problems keep their initial state that way (``self.h0 = torch.randn(...)``), which ``.double()`` leaves in fp32,
-    so the float64 run failed on a dtype mismatch and the 'exact' reference fell back to fp32 (level3/35, 3/37)."""
-    m = m.double()
-    for mod in m.modules() if isinstance(m, torch.nn.Module) else ():
-        for name, value in list(vars(mod).items()):
-            if isinstance(value, torch.Tensor) and value.is_floating_point():
-                setattr(mod, name, value.double())
-    return m
 
 
 def _to_double(inputs):
@@ -261,7 +249,7 @@ class Judge:
             return x
         if isinstance(x, torch.Tensor):
             return x.to(self.dtype) if x.is_floating_point() else x
-        return x.to(self.dtype) if isinstance(x, torch.nn.Module) else x  # Python scalars stay as they are
+        return module_to(x, self.dtype) if isinstance(x, torch.nn.Module) else x  # Python scalars stay as they are
 
     def reference_params(self) -> list[tuple[str, tuple[int, ...]]]:
         return [(n, tuple(p.shape)) for n, p in self.model.named_parameters() if p.is_floating_point()]
@@ -289,10 +277,10 @@ class Judge:
                 for name, v in self.values().items():
                     params[name].copy_(v.to(device=params[name].device, dtype=params[name].dtype))
         if exact == "float32":
-            m = m.float()
+            m = module_to(m, torch.float32)
         elif exact:
             try:
-                m = _double_model(m)
+                m = module_to(m, torch.float64)
             except Exception:  # noqa: BLE001
                 m = None
         self._models[key] = m

@@ -56,6 +56,19 @@ def build_model(mod, device: str, seed: int = KERNELBENCH_SEED) -> torch.nn.Modu
     return construct(mod.Model, mod, seed).to(device)
 
 
+def module_to(m, dtype: torch.dtype):
+    """``m.to(dtype)``, and the floating tensors its modules hold as plain attributes too: KernelBench's recurrent
+    problems keep their initial state that way (``self.h0 = torch.randn(...)``), which ``.to()`` leaves in fp32, so a
+    float64 run failed on a dtype mismatch and the 'exact' reference fell back to fp32 (level3/35, 3/37); a
+    bf16/fp16 run casts reference and candidate alike with it."""
+    m = m.to(dtype)
+    for mod in m.modules():
+        for name, value in list(vars(mod).items()):
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                setattr(mod, name, value.to(dtype))
+    return m
+
+
 def trial_plan(job: JobSpec, mod, names: list[str]) -> tuple[list[TrialSpec], list[TrialSpec], list[tuple[str, str]]]:
     """The judge's trial plan (the candidate process learns it from the judge's hello): naive and verified
     trials, and the adversarial distributions not applied, with the reason."""

@@ -32,7 +32,7 @@ from .inputs import KERNELBENCH_SEED
 from .job import JobSpec
 from .precision import torch_dtype
 from .record import GuardOutcome, Memory, Timing
-from .reference import build_model, construct, tf32
+from .reference import build_model, construct, module_to, tf32
 from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, dtype_name, unpack_args
 from .timing import Subject, VerifiedBudget, event_vs_synced, naive_samples, time_verified
 from .wire import Conn, WireError
@@ -292,7 +292,7 @@ def _build_model_new(ctx: Ctx, seed: int = KERNELBENCH_SEED) -> Any:
     if isinstance(model, torch.nn.Module):
         model = model.to(ctx.device)
         if dtype is not None:
-            model = model.to(dtype)
+            model = module_to(model, dtype)
     return model
 
 

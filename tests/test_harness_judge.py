@@ -748,3 +748,8 @@ def test_the_exact_reference_reaches_state_held_as_plain_tensor_attributes(tmp_p
         r = ev.evaluate(candidate, "level3/35_LTSM")
     assert "exact reference computed in float64" in r.record.provenance.notes, r.record.provenance.notes
     assert r.results["verified"].verdict == "correct"
+    # a bf16 run casts that state with the model, on both sides (it raised a dtype mismatch in the candidate's LSTM)
+    with harness.Evaluator("cpu", "small", settings=SETTINGS.model_copy(update={"precision": "bf16"}),
+                           problems_dir=tmp_path) as ev:
+        r = ev.evaluate(candidate, "level3/35_LTSM")
+    assert {p: v.verdict for p, v in r.results.items()} == {"naive": "correct", "verified": "correct"}, r.record.error
