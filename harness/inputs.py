@@ -108,21 +108,29 @@ def construction_seed(perturb_seed: int) -> int:
     return (perturb_seed * 2654435761 + 12345) % (2**31 - 1) or 1
 
 
-def verified_parameters(build: Callable[[int], torch.nn.Module], seed: int) -> dict[str, torch.Tensor]:
+@dataclass(frozen=True)
+class VerifiedParameters:
+    values: dict[str, torch.Tensor]  # every floating parameter's value for the verified trials
+    drawn: frozenset[str]  # those the construction seed draws: a candidate built under it holds them already
+
+
+def verified_parameters(build: Callable[[int], torch.nn.Module], seed: int) -> VerifiedParameters:
     """Values of every floating parameter for the verified trials (not buffers). ``build(s)``: the reference Model
     built under seed ``s``.
 
     A parameter drawn at random when the model is built gets the draw of ``construction_seed(seed)``: the
-    candidate's verified instance is built under that seed too, so a kernel that derives state from its weights
-    when it is built (a transposed copy made in ``__init__``) derives it from these values. A parameter that comes
-    out the same under two seeds (a LayerNorm weight of ones, a zero bias) gets a random spread around that value
-    (``perturbed_parameters_of``), so a kernel that hard-codes the constant fails."""
+    candidate's verified instance is built under that seed too, so whatever it derives from its weights when it is
+    built (a transposed copy, a weight with the problem's divisor folded in) it derives from these values, and they
+    are not loaded into it afterwards. A parameter that comes out the same under two seeds (a LayerNorm weight of
+    ones, a zero bias) gets a random spread around that value (``perturbed_parameters_of``), loaded into both sides,
+    so a kernel that hard-codes the constant fails."""
     s = construction_seed(seed)
-    drawn = {n: p.detach() for n, p in build(s).named_parameters() if p.is_floating_point()}
+    first = {n: p.detach() for n, p in build(s).named_parameters() if p.is_floating_point()}
     again = {n: p.detach() for n, p in build(s + 1).named_parameters() if p.is_floating_point()}
-    spread = perturbed_parameters_of(drawn, seed)
-    return {n: v if (n in again and again[n].shape == v.shape and not torch.equal(again[n], v)) else spread[n]
-            for n, v in drawn.items()}
+    drawn = frozenset(n for n, v in first.items()
+                      if n in again and again[n].shape == v.shape and not torch.equal(again[n], v))
+    spread = perturbed_parameters_of(first, seed)
+    return VerifiedParameters({n: v if n in drawn else spread[n] for n, v in first.items()}, drawn)
 
 
 def perturbed_parameters_of(params: dict[str, torch.Tensor], seed: int) -> dict[str, torch.Tensor]:

@@ -40,7 +40,14 @@ from .compare import error_stats
 from .device import Clock, DeviceOps
 from .device_buffer import DeviceBufferError, emulated
 from .guard_registry import outcome
-from .inputs import KERNELBENCH_SEED, construction_seed, forward_seed, make_inputs, verified_parameters
+from .inputs import (
+    KERNELBENCH_SEED,
+    VerifiedParameters,
+    construction_seed,
+    forward_seed,
+    make_inputs,
+    verified_parameters,
+)
 from .job import JobSpec
 from .params import ParamMapping, map_parameters
 from .precision import casts, torch_dtype
@@ -205,7 +212,7 @@ class Judge:
         self.precision = self.settings.precision
         self.dtype = torch_dtype(self.precision)
         self.model = self._cast(build_model(self.mod, self.device))
-        self._values: dict[str, torch.Tensor] | None = None
+        self._values: VerifiedParameters | None = None
         self._models: dict[str, Any] = {}
         self._cache: dict[tuple, Expected] = {}
         self._cached = {"device": 0, "host": 0}
@@ -254,7 +261,7 @@ class Judge:
     def reference_params(self) -> list[tuple[str, tuple[int, ...]]]:
         return [(n, tuple(p.shape)) for n, p in self.model.named_parameters() if p.is_floating_point()]
 
-    def values(self) -> dict[str, torch.Tensor]:
+    def values(self) -> VerifiedParameters:
         if self._values is None:
             self._values = verified_parameters(lambda s: build_model(self.mod, "cpu", s), self.job.perturb_seed)
         return self._values
@@ -274,7 +281,7 @@ class Judge:
         if variant in ("perturbed", "perturbed_kb"):
             params = dict(m.named_parameters())
             with torch.no_grad():
-                for name, v in self.values().items():
+                for name, v in self.values().values.items():
                     params[name].copy_(v.to(device=params[name].device, dtype=params[name].dtype))
         if exact == "float32":
             m = module_to(m, torch.float32)
@@ -626,8 +633,15 @@ class Session:
             self.variant = "reseeded" if self.mapping.skipped else "perturbed"
         else:  # its instance holds KernelBench's draw (a second build failed): loaded into that, as before
             self.variant = "default" if self.mapping.skipped else "perturbed_kb"
-        values = self.j.values() if not self.mapping.skipped else {}
-        sent = {c: values[r] for c, r in self.mapping.pairs.items()}
+        verified = self.j.values()
+        rebuilt = built_under == construction_seed(self.j.job.perturb_seed)
+        # A candidate built under the construction seed holds its own draw of the random parameters, and whatever it
+        # derived from them when built (cuda-l1-h100 level2/71 folds the problem's divisor into its conv weight):
+        # loading the reference's values over that would undo the folding. Only the constants the seed cannot move
+        # are loaded. An instance of KernelBench's draw (a second build failed) gets every value.
+        sent = {} if self.mapping.skipped else {
+            c: verified.values[r] for c, r in self.mapping.pairs.items() if not (rebuilt and r in verified.drawn)}
+        self.mapping.loaded = list(sent)
         names = list(sent)
         descs = pack_args(self.buf, [sent[n] for n in names], grow=True)
         self._send("params", {"mapping": self.mapping.to_json(), "values": dict(zip(names, descs, strict=True)),

@@ -7,7 +7,9 @@ this order for the parameters still unmapped: same name and shape; then the same
 unique on both sides (``bn.weight`` and ``weight``); then shapes in declaration order
 (when the remaining shape sequences are identical); then shapes that are unique on both sides.
 
-* Every reference parameter mapped: perturb both sides through the mapping.
+* Every reference parameter mapped: perturb both sides through the mapping (random parameters by the verified
+  construction seed, which builds both sides; constants by loading values into both, see
+  ``harness.inputs.verified_parameters``).
 * Some reference parameters left, and the candidate has nothing left that could hold them: the
   candidate does not keep those values as tensors at all (it hard-codes or drops them), so the
   reference is perturbed there alone, which is exactly the case the perturbation exists for.
@@ -25,9 +27,11 @@ class ParamMapping:
     pairs: dict[str, str] = field(default_factory=dict)  # candidate name -> reference name
     reference_only: list[str] = field(default_factory=list)  # perturbed in the reference alone
     skipped: str | None = None  # why no perturbation at all
+    loaded: list[str] = field(default_factory=list)  # candidate tensors the values were loaded into
 
     def to_json(self) -> dict:
-        return {"pairs": self.pairs, "reference_only": self.reference_only, "skipped": self.skipped}
+        return {"pairs": self.pairs, "reference_only": self.reference_only, "skipped": self.skipped,
+                "loaded": self.loaded}
 
 
 Entry = tuple[str, tuple[int, ...]]

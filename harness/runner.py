@@ -685,6 +685,11 @@ class Evaluator:
         mapping = verdicts.get("mapping") or {}
         record.param_mapping = mapping.get("pairs") if mapping else None
         record.perturbation_skipped = mapping.get("skipped") if mapping else None
+        if mapping.get("pairs"):
+            loaded = mapping.get("loaded") or []
+            record.provenance.notes.append(
+                "random parameters drawn by the verified construction seed on both sides; perturbed constants loaded "
+                "into the candidate's " + (", ".join(loaded[:6]) if loaded else "(none)"))
         if mapping.get("reference_only"):
             record.provenance.notes.append("perturbed in the reference only (the candidate holds no tensor for them): "
                                            + ", ".join(mapping["reference_only"][:6]))

@@ -353,10 +353,11 @@ def _candidate_tensors(model) -> list[tuple[str, Any]]:
 
 def _fresh_model_new(ctx: Ctx) -> None:
     """The verified trials and the timing get a second ModelNew, built under the judge's construction seed (as the
-    reference it is compared with) and loaded with the judge's values before its first call, as a checkpoint is
-    loaded after construction: a kernel that prepares its weights on its first call (a transposed or channels-last
-    copy, kept for later calls; cuda-l1-h100 level1/57, 71, 81 on the H200) or when it is built (a transposed
-    buffer made in __init__) prepares them from the values it is compared on."""
+    reference it is compared with, so it draws the same random parameters) and loaded with the judge's perturbed
+    constants before its first call: a kernel that prepares its weights on its first call (a transposed or
+    channels-last copy, kept for later calls; cuda-l1-h100 level1/57, 71, 81 on the H200) or when it is built (a
+    transposed buffer made in __init__, a divisor folded into a weight) prepares them from the values it is
+    compared on."""
     seed = int(ctx.judge.plan.get("construction_seed") or KERNELBENCH_SEED)
     try:
         fresh = _build_model_new(ctx, seed)

@@ -112,6 +112,49 @@ class ModelNew(nn.Module):
     assert r.record.perturbation_skipped and all(t.params == "reseeded" for t in r.record.verified_trials)
 
 
+FOLDED_DIVISOR = """
+import torch, torch.nn as nn, torch.nn.functional as F
+class ModelNew(nn.Module):
+    # cuda-l1-h100 level2/71: the divisor folded into the convolution's weight and bias when it is built
+    def __init__(self, in_channels, out_channels, kernel_size, divisor):
+        super().__init__()
+        conv = nn.Conv2d(in_channels, out_channels, kernel_size)
+        self.weight = nn.Parameter(conv.weight.data / divisor)
+        self.bias = nn.Parameter(conv.bias.data / divisor)
+    def forward(self, x):
+        return F.leaky_relu(F.conv2d(x, self.weight, self.bias), negative_slope=0.01)
+"""
+
+
+def test_a_weight_folded_with_a_constant_when_built_is_perturbed_consistently():
+    # The mapping pairs weight -> conv.weight; loading the reference's value over the folded one doubled the output
+    r = harness.evaluate(FOLDED_DIVISOR, "level2/71_Conv2d_Divide_LeakyReLU", settings=SETTINGS)
+    assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
+    assert r.record.param_mapping == {"weight": "conv.weight", "bias": "conv.bias"}
+    assert all(t.params == "perturbed" for t in r.record.verified_trials)
+    # the other side: the same folding from weights it draws itself, not from the seed it is built under, fails
+    reseeds = FOLDED_DIVISOR.replace("super().__init__()", "super().__init__(); torch.manual_seed(42)")
+    r = harness.evaluate(reseeds, "level2/71_Conv2d_Divide_LeakyReLU", settings=SETTINGS)
+    assert _verdicts(r) == ("correct", "incorrect")
+
+
+def test_hard_coded_layernorm_constants_still_meet_perturbed_ones():
+    src = """
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self, normalized_shape):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(normalized_shape))
+        self.bias = nn.Parameter(torch.zeros(normalized_shape))
+        self.shape = tuple(normalized_shape)
+    def forward(self, x):  # holds the parameters but computes with 1 and 0
+        return torch.nn.functional.layer_norm(x, self.shape)
+"""
+    r = harness.evaluate(src, "level1/40_LayerNorm", settings=SETTINGS)
+    assert _verdicts(r) == ("correct", "incorrect")
+    assert set(r.record.param_mapping) == {"weight", "bias"}
+
+
 def test_a_model_that_cannot_be_built_twice_keeps_its_first_instance_and_says_so():
     src = """
 import torch, torch.nn as nn
