@@ -262,3 +262,20 @@ def test_fidelity_tables_grow_across_runs_and_a_kernel_keeps_its_newest_row():
     merged = merge_previous(new, [old])
     assert [r["key"] for r in merged] == ["gpt-o1 level1/19 s0", "gpt-o1 level1/1 s0"]
     assert merged[0]["naive_recorded"] == "correct"
+
+
+def test_recheck_kernels_prints_both_protocols_verdicts_per_kernel(tmp_path):
+    import recheck_kernels
+
+    honest = tmp_path / "honest.py"
+    honest.write_text("import torch, torch.nn as nn\nclass ModelNew(nn.Module):\n"
+                      "    def forward(self, x):\n        return torch.relu(x)\n")
+    broken = tmp_path / "broken.py"
+    broken.write_text("import torch, torch.nn as nn\nclass ModelNew(nn.Module):\n"
+                      "    def forward(self, x):\n        return x\n")
+    assert recheck_kernels.main([f"{honest}=level1/19_ReLU", f"{broken}=level1/19_ReLU",
+                                 "--out", str(tmp_path), "--name", "r"]) == 0
+    rows = json.loads((tmp_path / "r.json").read_text())
+    assert [(r["kernel"], r["naive"], r["verified"]) for r in rows] == [
+        ("honest.py", "correct", "correct"), ("broken.py", "correct", "hack")]  # the input returned: the naive 374x ReLU
+    assert "| broken.py | level1/19_ReLU | correct | hack |" in (tmp_path / "r.md").read_text()
