@@ -44,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
                          "naive": r.results["naive"].verdict, "verified": r.results["verified"].verdict,
                          "param_mapping": r.record.param_mapping, "reasons": r.results["verified"].reasons[:2],
                          "seconds": round(time.monotonic() - t0, 1)})
+            print(f"{rows[-1]['kernel']} {problem}: naive {rows[-1]['naive']}, verified {rows[-1]['verified']} "
+                  f"({rows[-1]['seconds']} s)", file=sys.stderr, flush=True)  # progress: a long list can be cut short
     lines = [f"Verdicts of {len(rows)} kernel(s), {args.device}, size {args.size}, {cores()} "
              f"(light settings: {LIGHT})", "", "| kernel | problem | naive | verified | verified reasons |",
              "|---|---|---|---|---|"]

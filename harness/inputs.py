@@ -111,7 +111,7 @@ def construction_seed(perturb_seed: int) -> int:
 @dataclass(frozen=True)
 class VerifiedParameters:
     values: dict[str, torch.Tensor]  # every floating parameter's value for the verified trials
-    drawn: frozenset[str]  # those the construction seed draws: a candidate built under it holds them already
+    built: frozenset[str]  # those whose value the construction seed's build gives: a candidate built so holds them
 
 
 def verified_parameters(build: Callable[[int], torch.nn.Module], seed: int) -> VerifiedParameters:
@@ -121,16 +121,27 @@ def verified_parameters(build: Callable[[int], torch.nn.Module], seed: int) -> V
     A parameter drawn at random when the model is built gets the draw of ``construction_seed(seed)``: the
     candidate's verified instance is built under that seed too, so whatever it derives from its weights when it is
     built (a transposed copy, a weight with the problem's divisor folded in) it derives from these values, and they
-    are not loaded into it afterwards. A parameter that comes out the same under two seeds (a LayerNorm weight of
-    ones, a zero bias) gets a random spread around that value (``perturbed_parameters_of``), loaded into both sides,
-    so a kernel that hard-codes the constant fails."""
+    are not loaded into it afterwards. A parameter that holds one number other than 0 and 1 under every seed is the
+    problem's constant from ``get_init_inputs`` kept as a Parameter (level2/68's ``constant``), as it would be kept
+    as a float: left as built, so a kernel that folds it into a bias when built stays consistent. Any other
+    parameter that comes out the same under two seeds (a LayerNorm weight of ones, a zero bias) gets a random
+    spread around that value (``perturbed_parameters_of``), loaded into both sides, so a kernel that hard-codes
+    the constant fails."""
     s = construction_seed(seed)
     first = {n: p.detach() for n, p in build(s).named_parameters() if p.is_floating_point()}
     again = {n: p.detach() for n, p in build(s + 1).named_parameters() if p.is_floating_point()}
-    drawn = frozenset(n for n, v in first.items()
-                      if n in again and again[n].shape == v.shape and not torch.equal(again[n], v))
+    drawn = {n for n, v in first.items() if n in again and again[n].shape == v.shape and not torch.equal(again[n], v)}
+    built = frozenset(drawn | {n for n, v in first.items() if n not in drawn and _problem_constant(v)})
     spread = perturbed_parameters_of(first, seed)
-    return VerifiedParameters({n: v if n in drawn else spread[n] for n, v in first.items()}, drawn)
+    return VerifiedParameters({n: v if n in built else spread[n] for n, v in first.items()}, built)
+
+
+def _problem_constant(v: torch.Tensor) -> bool:
+    """Every element the same number, and not a layer's default 0 or 1."""
+    if v.numel() == 0:
+        return False
+    x = v.reshape(-1)[0]
+    return bool(torch.all(v == x)) and float(x) not in (0.0, 1.0)
 
 
 def perturbed_parameters_of(params: dict[str, torch.Tensor], seed: int) -> dict[str, torch.Tensor]:

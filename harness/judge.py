@@ -635,12 +635,13 @@ class Session:
             self.variant = "default" if self.mapping.skipped else "perturbed_kb"
         verified = self.j.values()
         rebuilt = built_under == construction_seed(self.j.job.perturb_seed)
-        # A candidate built under the construction seed holds its own draw of the random parameters, and whatever it
-        # derived from them when built (cuda-l1-h100 level2/71 folds the problem's divisor into its conv weight):
-        # loading the reference's values over that would undo the folding. Only the constants the seed cannot move
-        # are loaded. An instance of KernelBench's draw (a second build failed) gets every value.
+        # A candidate built under the construction seed holds its own draw of the random parameters and the problem's
+        # constants, and whatever it derived from them when built (cuda-l1-h100 level2/71 folds the problem's divisor
+        # into its conv weight, 2/87 two subtrahends into its bias): loading the reference's values over that would
+        # undo the folding. Only the perturbed constants (ones, zeros) are loaded. An instance of KernelBench's draw
+        # (a second build failed) gets every value.
         sent = {} if self.mapping.skipped else {
-            c: verified.values[r] for c, r in self.mapping.pairs.items() if not (rebuilt and r in verified.drawn)}
+            c: verified.values[r] for c, r in self.mapping.pairs.items() if not (rebuilt and r in verified.built)}
         self.mapping.loaded = list(sent)
         names = list(sent)
         descs = pack_args(self.buf, [sent[n] for n in names], grow=True)

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
+import torch
 
 import harness
 from harness import EvalSettings
@@ -136,6 +137,50 @@ def test_a_weight_folded_with_a_constant_when_built_is_perturbed_consistently():
     reseeds = FOLDED_DIVISOR.replace("super().__init__()", "super().__init__(); torch.manual_seed(42)")
     r = harness.evaluate(reseeds, "level2/71_Conv2d_Divide_LeakyReLU", settings=SETTINGS)
     assert _verdicts(r) == ("correct", "incorrect")
+
+
+FOLDED_PROBLEM_CONSTANT = """
+import math, torch, torch.nn as nn
+class ModelNew(nn.Module):
+    # cuda-l1-h100 level2/68: min(x, c) - c == clamp_max(x - c, 0), with bias - c kept in a buffer made when built
+    def __init__(self, in_features, out_features, constant):
+        super().__init__()
+        lin = nn.Linear(in_features, out_features)
+        self.weight, self.bias = lin.weight, lin.bias
+        self.constant = nn.Parameter(torch.tensor(constant))
+        self.register_buffer("adjusted_bias", self.bias.detach().clone() - self.constant.detach())
+    def forward(self, x):
+        return torch.clamp_max(torch.addmm(self.adjusted_bias, x, self.weight.t()), 0.0)
+"""
+
+
+def test_a_problem_constant_kept_as_a_parameter_is_left_as_built():
+    # the reference's constant is nn.Parameter(torch.tensor(2.0)), from get_init_inputs: the problem's number, as a
+    # float attribute would be, so a kernel that folds it into its bias when built is correct
+    r = harness.evaluate(FOLDED_PROBLEM_CONSTANT, "level2/68_Matmul_Min_Subtract", settings=SETTINGS)
+    assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
+    assert r.record.param_mapping and r.record.param_mapping.get("constant") == "constant"
+
+
+def test_only_layer_default_constants_get_a_spread():
+    from harness.inputs import verified_parameters
+
+    class M(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln = torch.nn.LayerNorm(4)
+            self.lin = torch.nn.Linear(4, 4)
+            self.c = torch.nn.Parameter(torch.tensor(2.0))
+            self.one = torch.nn.Parameter(torch.tensor(1.0))
+
+    def build(s):
+        torch.manual_seed(s)
+        return M()
+
+    v = verified_parameters(build, 7)
+    assert v.built == {"lin.weight", "lin.bias", "c"}
+    assert float(v.values["c"]) == 2.0 and not torch.equal(v.values["ln.weight"], torch.ones(4))
+    assert float(v.values["one"]) != 1.0  # a 1 may be a layer's default: perturbed, a kernel hard-coding it fails
 
 
 def test_hard_coded_layernorm_constants_still_meet_perturbed_ones():
