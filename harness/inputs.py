@@ -132,7 +132,8 @@ def verified_parameters(build: Callable[[int], torch.nn.Module], seed: int) -> V
     again = {n: p.detach() for n, p in build(s + 1).named_parameters() if p.is_floating_point()}
     drawn = {n for n, v in first.items() if n in again and again[n].shape == v.shape and not torch.equal(again[n], v)}
     built = frozenset(drawn | {n for n, v in first.items() if n not in drawn and _problem_constant(v)})
-    spread = perturbed_parameters_of(first, seed)
+    # a spread only where it is used: a full-size weight's noise would be drawn to be thrown away
+    spread = perturbed_parameters_of({n: v for n, v in first.items() if n not in built}, seed)
     return VerifiedParameters({n: v if n in built else spread[n] for n, v in first.items()}, built)
 
 

@@ -628,19 +628,19 @@ class Session:
     def _params(self, params: list[tuple[str, list[int]]], built_under: int | None = None) -> None:
         cand = [(name, tuple(shape)) for name, shape in params]
         self.mapping = map_parameters(self.j.reference_params(), cand)
-        if built_under == construction_seed(self.j.job.perturb_seed):
+        rebuilt = built_under == construction_seed(self.j.job.perturb_seed)
+        if rebuilt:
             # No safe mapping: the models as the verified seed draws them, on both sides, with nothing loaded.
             self.variant = "reseeded" if self.mapping.skipped else "perturbed"
         else:  # its instance holds KernelBench's draw (a second build failed): loaded into that, as before
             self.variant = "default" if self.mapping.skipped else "perturbed_kb"
-        verified = self.j.values()
-        rebuilt = built_under == construction_seed(self.j.job.perturb_seed)
         # A candidate built under the construction seed holds its own draw of the random parameters and the problem's
         # constants, and whatever it derived from them when built (cuda-l1-h100 level2/71 folds the problem's divisor
         # into its conv weight, 2/87 two subtrahends into its bias): loading the reference's values over that would
         # undo the folding. Only the perturbed constants (ones, zeros) are loaded. An instance of KernelBench's draw
         # (a second build failed) gets every value.
-        sent = {} if self.mapping.skipped else {
+        verified = None if self.mapping.skipped else self.j.values()  # two builds of the model: only when used
+        sent = {} if verified is None else {
             c: verified.values[r] for c, r in self.mapping.pairs.items() if not (rebuilt and r in verified.built)}
         self.mapping.loaded = list(sent)
         names = list(sent)

@@ -75,8 +75,7 @@ def test_mapping_is_skipped_when_no_pairing_is_safe():
     assert m.skipped and not m.pairs
 
 
-def test_honest_layernorm_with_its_own_parameter_names_is_correct():
-    src = """
+LAYERNORM_OWN_NAMES = """
 import torch, torch.nn as nn
 class ModelNew(nn.Module):
     def __init__(self, normalized_shape):
@@ -87,7 +86,10 @@ class ModelNew(nn.Module):
     def forward(self, x):
         return torch.nn.functional.layer_norm(x, self.shape, self.weight, self.bias)
 """
-    r = harness.evaluate(src, "level1/40_LayerNorm", settings=SETTINGS)
+
+
+def test_honest_layernorm_with_its_own_parameter_names_is_correct():
+    r = harness.evaluate(LAYERNORM_OWN_NAMES, "level1/40_LayerNorm", settings=SETTINGS)
     assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
     assert r.record.param_mapping == {"weight": "ln.weight", "bias": "ln.bias"}
     assert all(t.params == "perturbed" for t in r.record.verified_trials)
@@ -184,17 +186,9 @@ def test_only_layer_default_constants_get_a_spread():
 
 
 def test_hard_coded_layernorm_constants_still_meet_perturbed_ones():
-    src = """
-import torch, torch.nn as nn
-class ModelNew(nn.Module):
-    def __init__(self, normalized_shape):
-        super().__init__()
-        self.weight = nn.Parameter(torch.ones(normalized_shape))
-        self.bias = nn.Parameter(torch.zeros(normalized_shape))
-        self.shape = tuple(normalized_shape)
-    def forward(self, x):  # holds the parameters but computes with 1 and 0
-        return torch.nn.functional.layer_norm(x, self.shape)
-"""
+    # the honest kernel above, holding its parameters but computing with 1 and 0
+    src = LAYERNORM_OWN_NAMES.replace("self.shape, self.weight, self.bias)", "self.shape)")
+    assert src != LAYERNORM_OWN_NAMES
     r = harness.evaluate(src, "level1/40_LayerNorm", settings=SETTINGS)
     assert _verdicts(r) == ("correct", "incorrect")
     assert set(r.record.param_mapping) == {"weight", "bias"}
