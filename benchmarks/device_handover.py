@@ -5,8 +5,8 @@
 The judge hands every trial's inputs to the candidate process and reads every output back through a memfd
 (``harness.shm``): at full size, where most level-1 problems have tensors of a GiB or more, each trial crosses
 the PCIe bus four times. ``harness.device_buffer`` shares one device allocation through a file descriptor
-instead. This checks, on the GPU host, that the importer can map it from inside ``harness.contain``'s PID
-namespace (where legacy CUDA IPC fails), that the bytes arrive intact both ways, and what each path costs per
+instead. This checks, on the GPU host, that the importer can map it from inside the candidate's sandbox
+(``harness.sandbox``: its own PID namespace, where legacy CUDA IPC fails, and another uid), that the bytes arrive intact both ways, and what each path costs per
 round trip, side by side in one run. The round trip as the judge sees it: write the input, the other process
 copies it into its own tensor, computes ``2 * x + 1`` and hands that back, the judge copies it out and checks it.
 """
@@ -17,8 +17,8 @@ import argparse
 import os
 import socket
 import statistics
-import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -29,6 +29,7 @@ import torch  # noqa: E402
 
 from benchmarks._results import write_results  # noqa: E402
 from harness.device_buffer import DeviceBufferError  # noqa: E402
+from harness.sandbox import UID_BASE, Policy, own, spawn_module  # noqa: E402
 from harness.shm import DeviceSharedBuffer, SharedBuffer  # noqa: E402
 from harness.wire import Conn  # noqa: E402
 
@@ -37,7 +38,7 @@ def child(fd: int) -> int:
     """The candidate side: maps what it is sent, answers each request with 2 * x + 1 in the output slot, through
     the same buffer classes (read, write) as the worker."""
     conn = Conn.from_fd(fd)
-    conn.send("hello", {"containment": os.environ.get("KV_CONTAINMENT", "none"), "pid": os.getpid()})
+    conn.send("hello", {"containment": f"sandbox: pid {os.getpid()}, uid {os.getuid()}", "pid": os.getpid()})
     buf: SharedBuffer | None = None
     while True:
         kind, p, fds = conn.recv(with_fds=True)
@@ -85,8 +86,11 @@ def main() -> int:
     if args.child is not None:
         return child(args.child)
     ours, theirs = socket.socketpair()
-    proc = subprocess.Popen([sys.executable, "-m", "harness.contain", "benchmarks.device_handover", "--child",
-                             str(theirs.fileno())], cwd=ROOT, pass_fds=[theirs.fileno()])
+    work = Path(tempfile.mkdtemp(prefix="kv-handover-"))
+    own(work, UID_BASE)
+    proc = spawn_module("benchmarks.device_handover", ["--child", str(theirs.fileno())], cwd=work,
+                        env={**os.environ, "PYTHONPATH": str(ROOT)}, max_file_bytes=2**30, pass_fds=(theirs.fileno(),),
+                        sandbox=Policy(work=work, uid=UID_BASE, gpu=True))
     theirs.close()
     conn = Conn(ours)
     _, hello = conn.recv(timeout=120)
@@ -111,7 +115,8 @@ def main() -> int:
         del x, expect
         torch.cuda.empty_cache()
     conn.send("close")
-    proc.wait(timeout=60)
+    proc.proc.wait(timeout=60)
+    proc.end()
     lines = [f"# Trial hand-over, host shared memory vs shared device memory ({torch.cuda.get_device_name()})", "",
              f"The other process ran with containment `{hello['containment']}`. Round trip as the judge sees it "
              f"(write the input, the other side copies it, computes 2x+1 and hands it back, the judge copies it out), "

@@ -88,6 +88,12 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
         step hack_suite python3 benchmarks/gpu_hack_suite.py --device cuda --quick --out "$R/h200_hack_suite.md" ;;
     # Issue 17's throughput: the trial hand-over through shared device memory (harness.device_buffer) against host
     # shared memory, from inside the candidate's PID namespace; about a minute.
+    # Issue 29: what the sandbox adds to a candidate process's start (CUDA initialised inside), paired and interleaved.
+    sandbox_overhead) step sandbox_overhead python3 benchmarks/sandbox_overhead.py --cuda --reps "${OVERHEAD_REPS:-6}" \
+        --out "$R" ;;
+    # Issue 30: the smallest under-reported kernel time the judge's clock catches on this GPU.
+    witness_resolution) step witness_resolution sh -c "python3 benchmarks/witness_resolution.py --device cuda \
+        > '$R/h200_witness_resolution.md'" ;;
     device_handover) step device_handover python3 benchmarks/device_handover.py --sizes-mib 256,1024,4096 --reps 3 \
         --out "$R" ;;
     handover) step handover python3 benchmarks/handover.py --problems 1/7,1/9 --problems-dir "${CORPUS:?}/problems" \

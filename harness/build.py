@@ -6,10 +6,9 @@ Builds run in parallel with evaluation (one process each), and a later import hi
 Two build caches below the per-source extensions cache, both applied by running torch's compilers
 through ``harness/compile_launcher.py`` (``CXX`` and ``PYTORCH_NVCC`` name shims, see ``compiler_shims``):
 
-* Object reuse (``KV_OBJECT_CACHE_DIR``; ``Evaluator`` sets it, see ``harness.runner.object_cache_dir``):
-  a translation unit whose compiler, flags and source are unchanged is not compiled again. A
-  resubmission that changes only the CUDA kernel reuses its ``main.cpp`` (torch's bindings), one that
-  changes only Python reuses both. Details and keys in that module.
+* Object reuse (``KV_OBJECT_CACHE_DIR``): a translation unit whose compiler, flags and source are unchanged is not
+  compiled again. For trusted in-process builds only (the demo kernels' tests): ``Evaluator`` never sets it, since
+  an object a candidate's build made could be served to another candidate whose unit has the same text.
 * Precompiled header (``KV_PCH_DIR``). Most of a C++ extension's compile time is GCC parsing
   ``torch/extension.h`` (torch plus pybind11: ~30 s of CPU per build, of a total ~35 s). This process
   precompiles that header once per distinct set of compiler flags, into
@@ -28,6 +27,9 @@ through ``harness/compile_launcher.py`` (``CXX`` and ``PYTORCH_NVCC`` name shims
   its PCH into the torch install folder (racy between parallel builds, and removed by every
   ``use_pch=False`` call); this one lives in the cache, is written to a temporary name and renamed,
   and the candidate's ``use_pch`` flag is left alone.
+* Who makes it: a sandboxed build (``KV_PCH_REQUESTS`` set, the PCH folder read-only to it) only looks a PCH up
+  and lists the flags it missed in that file; the evaluator makes the missing ones afterwards in a sandbox of their
+  own where no candidate code runs (``harness.runner``). Elsewhere (a trusted in-process build):
 * Scope: Linux, GCC, the ``main.cpp`` of C++ and CUDA extensions (not SYCL). The first build that
   needs a PCH starts a detached process to make it (one at a time: a non-blocking file lock, handed
   to that process) and, by default, compiles without it, as does every build until it is ready.
@@ -44,16 +46,16 @@ through ``harness/compile_launcher.py`` (``CXX`` and ``PYTORCH_NVCC`` name shims
   torch version lacks it, builds run without a PCH) to choose the PCH for the flags torch just wrote
   and hand it to the launcher as ``KV_PCH_INCLUDE``; ``build.ninja`` itself is left as torch wrote it.
   Only this build process has the wrapper; the candidate's evaluation process gets the same shims, so
-  its own ``load_inline`` sees identical commands and finds the build up to date. A candidate could
-  write to the PCH or object folders at build time, as it already can to the extensions cache or
-  the torch install.
+  its own ``load_inline`` sees identical commands and finds the build up to date.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import functools
 import hashlib
+import json
 import os
 import shlex
 import shutil
@@ -171,7 +173,8 @@ def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
     d, cxx_argv, flags, text = plan
     gch = d / "torch" / "extension.h.gch"
     if gch.is_file():
-        os.utime(d)  # recently used: the last to be evicted
+        with contextlib.suppress(OSError):  # read-only inside a sandbox: the evaluator evicts by its own use
+            os.utime(d)  # recently used: the last to be evicted
         return d
     if (d / "failed").exists():
         return None
@@ -214,6 +217,14 @@ def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
         return d
 
 
+def ready_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "") -> Path | None:
+    """The folder of a finished PCH for these flags, or None; looks only, writes nothing (a sandboxed build)."""
+    plan = _pch_plan(root, cxx, cflags, post_cflags)
+    if plan is None or not (plan[0] / "torch" / "extension.h.gch").is_file():
+        return None
+    return plan[0]
+
+
 def _start_pch_maker(root: Path, cxx: str, cflags: str, post_cflags: str, timeout_s: float | None, lock) -> None:
     """A process of its own session: it outlives this build (whose group is killed when it ends). It
     inherits the held lock (the same open file), so the lock stays taken until the PCH is made or has
@@ -230,6 +241,7 @@ def _start_pch_maker(root: Path, cxx: str, cflags: str, post_cflags: str, timeou
 
 LAUNCHER = Path(__file__).with_name("compile_launcher.py")
 PCH_INCLUDE_ENV = "KV_PCH_INCLUDE"
+PCH_REQUESTS_ENV = "KV_PCH_REQUESTS"  # a sandboxed build lists the PCHs it missed here, for the evaluator to make
 PCH_WAIT_ENV = "KV_PCH_WAIT_S"  # set with a PCH being made: how long the launcher may wait for it
 PCH_WAIT_MAX_ENV = "KV_PCH_WAIT_MAX_S"  # opt-in: how long a compile may wait for a PCH being made (default 0)
 SHIM_DIR = "kv-shims"
@@ -245,6 +257,15 @@ def _real_nvcc() -> str | None:
     return str(nvcc) if nvcc is not None and nvcc.is_file() else None
 
 
+def _compiler_behind(shim: Path) -> str | None:
+    """The real compiler a shim of ``compiler_shims`` runs (the word after ``--`` on its exec line)."""
+    try:
+        words = shlex.split(shim.read_text().splitlines()[-1])
+        return words[words.index("--") + 1]
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def compiler_shims(root: Path) -> dict[str, str]:
     """Environment for build and candidate processes alike: ``CXX`` and ``PYTORCH_NVCC`` (both read by
     torch's cpp_extension) naming small scripts under ``root/kv-shims`` that run the real compilers
@@ -255,12 +276,18 @@ def compiler_shims(root: Path) -> dict[str, str]:
     nvcc = os.environ.get("PYTORCH_NVCC") or _real_nvcc()
     cxx = shutil.which(os.environ.get("CXX") or "c++")
     for var, real, opts in (("CXX", cxx, "--pch-from-env "), ("PYTORCH_NVCC", nvcc, "")):
-        if not real or f"/{SHIM_DIR}/" in real:
+        if real and f"/{SHIM_DIR}/" in real:  # a shim made for another root (this process's own caches)
+            real = _compiler_behind(Path(real))
+        if not real:
             continue
         text = (f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -S {shlex.quote(str(LAUNCHER))} {opts}-- "
                 f"{shlex.quote(real)} \"$@\"\n")
         path = root / SHIM_DIR / hashlib.sha256(text.encode()).hexdigest()[:16] / Path(real).name
-        if not path.is_file():
+        try:
+            current = path.read_text()
+        except OSError:
+            current = None
+        if current != text:  # written by this (trusted) process, and written again if anything changed it
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{path.name}.tmp{os.getpid()}.{threading.get_ident()}")  # pool threads share a pid
             tmp.write_text(text)
@@ -310,7 +337,15 @@ def enable_build_caches(pch_root: Path | None, objects: Path | None = None, time
             v = _ninja_vars(Path(kwargs["path"] if "path" in kwargs else args[0]))
             if v.get("cxx") and v.get("cflags") and "sycl" not in v:
                 args3 = (pch_root, v["cxx"], v["cflags"], v.get("post_cflags", ""))
-                d = ensure_pch(*args3, timeout_s, background=True)
+                requests = os.environ.get(PCH_REQUESTS_ENV)
+                if requests:  # sandboxed: the PCH folder is read-only here; the evaluator makes a missing one
+                    d = ready_pch(*args3)
+                    if d is None:
+                        with open(requests, "a") as f:
+                            f.write(json.dumps({"cxx": v["cxx"], "cflags": v["cflags"],
+                                                "post_cflags": v.get("post_cflags", "")}) + "\n")
+                else:
+                    d = ensure_pch(*args3, timeout_s, background=True)
                 wait_s = min(timeout_s or 300.0, float(os.environ.get(PCH_WAIT_MAX_ENV) or 0))
                 if d is None and wait_s > 0 and (d := pending_pch(*args3)) is not None:
                     # Being made: the compile of main.cpp waits for it in the launcher (cores go to

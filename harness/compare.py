@@ -46,6 +46,15 @@ def _chunk_stats(out_c: torch.Tensor, exp_c: torch.Tensor, out: torch.Tensor, ex
     acc["sum_abs"] += float(d.sum())
 
 
+def unread_stats(shape: list[int], dtype: str, expected: torch.Tensor, dtype_ok: bool) -> ErrorStats:
+    """An output judged on what it declares alone, its bytes never read: a shape other than the reference's, a dtype
+    that cannot cross, or more bytes than its slot holds. Nothing is allocated for the shape it claims (2^31 x 2^31
+    with stride 0 is a valid tensor in the candidate's process and 2^64 bytes here)."""
+    return ErrorStats(max_abs=math.inf, max_rel=math.inf, min_tolerance=math.inf,
+                      shape_ok=list(shape) == list(expected.shape), dtype_ok=dtype_ok, out_shape=list(shape),
+                      out_dtype=dtype)
+
+
 def error_stats(out: object, expected: torch.Tensor) -> ErrorStats:
     if not isinstance(out, torch.Tensor):
         return ErrorStats(max_abs=math.inf, max_rel=math.inf, min_tolerance=math.inf, shape_ok=False,

@@ -80,6 +80,14 @@ def snapshot_functions() -> dict[str, Any]:
         snap[f"torch.cuda.{k}"] = v
     for k, v in _callables_of(torch.cuda.Event).items():
         snap[f"torch.cuda.Event.{k}"] = v
+    import functools
+
+    for k in ("partial", "wraps", "reduce"):  # the timer builds its calls with functools
+        snap[f"functools.{k}"] = getattr(functools, k)
+    # Kernels registered from Python on torch's own ops (a torch.library override of aten::fill_ runs wherever the
+    # harness fills a buffer) and dispatch modes left on the stack: the keys start with "torch._", compared by value.
+    snap["torch._aten_overrides"] = frozenset(k for k in getattr(torch.library, "_impls", ()) if k.startswith("aten/"))
+    snap["torch._dispatch_modes"] = torch._C._len_torch_dispatch_stack()
     from . import compare, device, timing
 
     for mod in (timing, device, compare):
@@ -201,6 +209,10 @@ def functions_unpatched(before: dict[str, Any], after: dict[str, Any]) -> GuardO
     changed = [c for c in changed if not c.startswith("torch._") and "__" not in c.split(".")[-1]]
     torch_own = [c for c in changed if is_torch_rebinding(before[c], after[c])]
     replaced = [c for c in changed if c not in torch_own]
+    if "torch._aten_overrides" in before:  # torch registers its own (meta kernels) at import: compare two snapshots
+        replaced += sorted(set(after.get("torch._aten_overrides", ())) - before["torch._aten_overrides"])
+    if "torch._dispatch_modes" in before and after.get("torch._dispatch_modes", 0) > before["torch._dispatch_modes"]:
+        replaced.append("a TorchDispatchMode left active")
     if replaced:
         return outcome("no_monkey_patching", False, detail=f"replaced: {', '.join(replaced[:6])}")
     return outcome("no_monkey_patching", True,

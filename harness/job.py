@@ -45,14 +45,23 @@ class EvalSettings(BaseModel):
         0.1, gt=0, le=1, description="share of timed calls whose output the judge checks at the verified tolerance, "
                                      "picked after each call returned (the output is captured before the pick)")
     memory_limit_bytes: int | None = Field(
-        None, description="host memory (RSS of the candidate and every descendant) beyond which the evaluation is "
-                          "stopped with a runtime_error; None: half of the machine's memory")
+        None, description="host memory of a sandbox's whole process tree (a cgroup: mappings, plus the shared memory "
+                          "and page cache it dirties; polled resident memory where no cgroup can be made) beyond which "
+                          "the build or evaluation is stopped, the candidate's verdict; None: half of the machine's memory")
+    sandbox_tmp_bytes: int = Field(
+        2 * 2**30, gt=0, description="size of a sandbox's private /tmp and of its /dev/shm (each a tmpfs, counted in "
+                                     "its memory)")
     build_timeout_s: float = 900.0
     build_niceness: int = Field(
         10, ge=0, le=19, description="CPU priority of build processes and their compilers below the candidate "
                                      "being measured: a pool compiles on every core while the GPU worker starts, "
                                      "loads and times a candidate (benchmarks/build_priority.py)")
     eval_timeout_s: float = 600.0
+    judge_baseline_seconds: float | None = Field(
+        None, gt=0, description="judge seconds one evaluation's baseline requests may take in all (the judge times the "
+                                "baselines at the candidate process's request); a request arriving or still running "
+                                "past it is cut off and a protocol breach, the candidate's (judge_protocol). None: "
+                                "eval_timeout_s, which no honest evaluation's baselines can outlast")
     reference_timeout_s: float = 900.0
     measure_timing: bool = True
     pin_shared_memory: bool = Field(
@@ -121,12 +130,6 @@ class JobSpec(BaseModel):
     perturb_seed: int = 0
     work_dir: str = ""
     extensions_dir: str = ""
-    read_only_dirs: list[str] = Field(
-        default_factory=list, description="shared folders (build caches, the evaluator's temporary root) the contained "
-                                          "candidate process sees read-only, but for its own work and extensions folders")
-    writable_dirs: list[str] = Field(
-        default_factory=list, description="folders under those that stay writable too: the machine-wide compile caches "
-                                          "(a candidate whose build is stale for this environment rebuilds in-process)")
     settings: EvalSettings = Field(default_factory=EvalSettings)
     result_fd: int = -1
     judge_fd: int = -1

@@ -18,7 +18,25 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from .record import GuardOutcome, Memory, Phase, Status
 from .wire import WireError
 
-NonNegative = Annotated[int, Field(ge=0)]
+# Bounds on what a candidate process may send, declared once. A number beyond them is no number the harness's own
+# worker sends: the message is a breach before the judge acts on it.
+INT64_MAX = 2**63 - 1  # torch's sizes, indices and seeds are int64: anything larger is no tensor's
+MAX_DIMS = 64  # a shape's rank
+MAX_NAME = 256  # a parameter's or a type's name
+MAX_TEXT = 4000  # an exception's text (the worker sends its last 4000 characters)
+# Calls of the reference one 'baseline' request may ask for: the worker asks for one round of the verified method
+# (timing.VerifiedBudget.round_size, 5) or one warm-up call; 16 calls of a slow reference still end long before the
+# parent's wait for the judge's report (harness.runner). The total per evaluation: judge.Session._admit_baseline.
+BASELINE_CALLS_PER_REQUEST = 16
+
+NonNegative = Annotated[int, Field(ge=0, le=INT64_MAX)]
+Dim = NonNegative
+Shape = Annotated[list[Dim], Field(max_length=MAX_DIMS)]
+Name = Annotated[str, Field(max_length=MAX_NAME)]
+FiniteMs = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+Seconds = FiniteMs  # the same bounds: finite, non-negative
+Samples = Annotated[list[FiniteMs], Field(max_length=100_000)]  # one subject's timed calls
+MAX_GUARDS = 1000  # guard outcomes in one report (the worker's own are a few dozen)
 
 
 class ProtocolBreach(WireError):
@@ -38,26 +56,50 @@ class Trial(Request):
 class Params(Request):
     """The candidate's floating-point tensors, (name, shape) each, for the parameter mapping."""
 
-    params: list[tuple[str, list[NonNegative]]] = Field(default_factory=list, max_length=10_000)
-    built_under: int | None = None  # the seed its verified instance was built under (the judge's construction seed)
+    params: list[tuple[Name, Shape]] = Field(default_factory=list, max_length=10_000)
+    built_under: NonNegative | None = None  # the seed its verified instance was built under (the judge's construction seed)
 
 
 class Empty(Request):
     """timing_inputs, timing_done, finish: nothing beside the kind."""
 
 
-class Called(Request):
-    """A timed call returned: on which input set, and the kernel time the candidate process measured."""
+class Output(Request):
+    """An output handed over: a tensor (its bytes in the shared buffer), an exception, or something else."""
 
-    set: Annotated[int, Field(ge=0)]
-    ms: float | None = None
+    type: Literal["tensor", "exception", "other"]
+    shape: Shape = Field(default_factory=list)  # any size: the judge reads bytes only for the expected shape
+    dtype: Name | None = None
+    text: Annotated[str, Field(max_length=MAX_TEXT)] = ""
+    name: Name = ""
+
+
+class Go(Request):
+    """Let the timed call on input set ``set`` start: the judge's clock for that call starts with its reply."""
+
+    set: NonNegative
+
+
+class Called(Request):
+    """A timed call returned and its whole output is in the shared buffer (``output``): on which input set, and the
+    kernel time the candidate process measured."""
+
+    set: NonNegative
+    ms: FiniteMs | None = None
+    output: Output | None = None
+
+
+class NaiveDone(Request):
+    """The naive loop's samples as the candidate process measured them (the judge's clock timed the whole loop)."""
+
+    ms: list[FiniteMs] = Field(default_factory=list, max_length=100_000)
 
 
 class Baseline(Request):
     """Time the reference in the judge: naive loop, or ``n`` calls of the verified method from set ``start``."""
 
     subject: Literal["naive", "tf32", "fp32", "compile"]
-    n: Annotated[int, Field(gt=0, le=100_000)]
+    n: Annotated[int, Field(gt=0, le=BASELINE_CALLS_PER_REQUEST)]
     start: NonNegative = 0
     timed: bool = True
 
@@ -67,21 +109,14 @@ class GuardOutput(Request):
 
     guard: Literal["same_pointer_new_contents", "waits_for_caller_stream"]
     expect_set: NonNegative
-    hold_us: Annotated[float, Field(ge=0)] = 0.0
+    hold_us: FiniteMs = 0.0
 
 
-class Output(Request):
-    """An output handed over: a tensor (its bytes in the shared buffer), an exception, or something else."""
-
-    type: Literal["tensor", "exception", "other"]
-    shape: list[NonNegative] = Field(default_factory=list, max_length=64)
-    dtype: str | None = None
-    text: str = ""
-    name: str = ""
 
 
 REQUESTS: dict[str, type[Request]] = {
-    "naive_trial": Trial, "verified_trial": Trial, "params": Params, "timing_inputs": Empty, "called": Called,
+    "naive_trial": Trial, "verified_trial": Trial, "params": Params, "timing_inputs": Empty, "go": Go, "called": Called,
+    "naive_start": Empty, "naive_done": NaiveDone,
     "baseline": Baseline, "guard_output": GuardOutput, "timing_done": Empty, "finish": Empty, "output": Output,
 }
 
@@ -113,13 +148,13 @@ class ErrorReport(Request):
 
 
 REPORTS: dict[str, TypeAdapter] = {
-    "phase": TypeAdapter(Phase), "candidate_code_starts": TypeAdapter(None), "built": TypeAdapter(dict[str, float]),
+    "phase": TypeAdapter(Phase), "candidate_code_starts": TypeAdapter(None), "built": TypeAdapter(Annotated[dict[Name, Seconds], Field(max_length=16)]),
     "harness_error": TypeAdapter(str), "judge_link_broken": TypeAdapter(str), "error": TypeAdapter(ErrorReport),
     "output_dtype": TypeAdapter(str), "custom_code_called": TypeAdapter(bool),
     "note": TypeAdapter(Annotated[str, Field(max_length=1000)]),
     "timing": TypeAdapter(dict[str, Any]),  # Timing's scalar fields: validated as Timing where they are merged
-    "timing_samples": TypeAdapter(dict[str, list[float]]), "memory": TypeAdapter(Memory),
-    "guards": TypeAdapter(list[GuardOutcome]), "guard": TypeAdapter(GuardOutcome),
+    "timing_samples": TypeAdapter(Annotated[dict[Name, Samples], Field(max_length=16)]), "memory": TypeAdapter(Memory),
+    "guards": TypeAdapter(Annotated[list[GuardOutcome], Field(max_length=MAX_GUARDS)]), "guard": TypeAdapter(GuardOutcome),
 }
 
 

@@ -7,14 +7,17 @@ this order for the parameters still unmapped: same name and shape; then the same
 unique on both sides (``bn.weight`` and ``weight``); then shapes in declaration order
 (when the remaining shape sequences are identical); then shapes that are unique on both sides.
 
-* Every reference parameter mapped: perturb both sides through the mapping (random parameters by the verified
-  construction seed, which builds both sides; constants by loading values into both, see
-  ``harness.inputs.verified_parameters``).
-* Some reference parameters left, and the candidate has nothing left that could hold them: the
-  candidate does not keep those values as tensors at all (it hard-codes or drops them), so the
-  reference is perturbed there alone, which is exactly the case the perturbation exists for.
-* Otherwise (leftovers on both sides, no safe pairing): no perturbation for this kernel, recorded
-  as skipped; perturbing one side only would fail an honest kernel.
+What the candidate declares decides only where values are loaded on its side, never whether the reference is
+perturbed (issue 30: decoy parameters once made the mapping fail and switched perturbation off on both sides):
+
+* Reference parameters mapped: the candidate tensor receives the value (random parameters reach both sides by
+  the verified construction seed, which builds both; layer-default constants by loading the spread into both,
+  see ``harness.inputs.verified_parameters``).
+* Reference parameters left unmapped (the candidate holds nothing for them, or nothing the rules pair safely: a
+  renamed tensor among same-shaped decoys or restructurings): the reference is perturbed there alone. A kernel that
+  hard-codes the constant fails, whatever else it declares; an honest one that keeps the value only in a form the
+  rules cannot pair (a fused or folded constant-initialised tensor) fails too, and the record names what it
+  never received. Random parameters need no pairing when the candidate was built under the construction seed.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from dataclasses import dataclass, field
 class ParamMapping:
     pairs: dict[str, str] = field(default_factory=dict)  # candidate name -> reference name
     reference_only: list[str] = field(default_factory=list)  # perturbed in the reference alone
-    skipped: str | None = None  # why no perturbation at all
+    skipped: str | None = None  # records before issue 30: why no perturbation at all (no longer set)
     loaded: list[str] = field(default_factory=list)  # candidate tensors the values were loaded into
 
     def to_json(self) -> dict:
@@ -72,10 +75,6 @@ def map_parameters(reference: list[Entry], candidate: list[Entry]) -> ParamMappi
             same_cand = [x for x in cand_left if x[1] == r[1]]
             if len(same_ref) == 1 and len(same_cand) == 1:
                 take(same_cand[0], r)
-    if not ref_left:
-        return ParamMapping(pairs=pairs)
-    if not cand_left:
-        return ParamMapping(pairs=pairs, reference_only=[n for n, _ in ref_left])
-    return ParamMapping(skipped=(
-        f"no safe mapping for reference parameter(s) {', '.join(n for n, _ in ref_left[:4])} among the candidate's "
-        f"{', '.join(n for n, _ in cand_left[:4])}: parameters left unperturbed on both sides"))
+    # Leftovers on both sides get no guess: a wrong pairing would fail an honest kernel, and no pairing at all
+    # leaves the reference perturbed there alone, so no declaration spares a kernel the perturbation.
+    return ParamMapping(pairs=pairs, reference_only=[n for n, _ in ref_left])

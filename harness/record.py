@@ -173,6 +173,8 @@ class Roofline(_Stored):
                           "None: unknown device, or a record before the field (the guard then does not judge)")
     device_name: str = ""
     precision: str = "fp32"
+    peaks_source: str = Field("", description="where the peak rates come from: '' a GPU's datasheet table, or a CPU "
+                                              "host's measurement (harness.host_peaks) and the floor's margin")
 
 
 class Environment(_Stored):
@@ -231,7 +233,8 @@ class MeasurementRecord(_Stored):
                                           "comparing it), judge_timing_setup, judge_baselines")
     param_mapping: dict[str, str] | None = Field(
         None, description="candidate tensor -> reference parameter that received the same perturbed values")
-    perturbation_skipped: str | None = Field(None, description="why no parameter was perturbed for this kernel")
+    perturbation_skipped: str | None = Field(None, description="records before issue 30: why no parameter was perturbed "
+                                                               "(the reference is now perturbed whatever the candidate declares)")
     naive_trials: list[TrialResult] = Field(default_factory=list)
     verified_trials: list[TrialResult] = Field(default_factory=list)
     skipped_distributions: list[SkippedDistribution] = Field(

@@ -10,11 +10,16 @@ are computed once per Evaluator (with seeds drawn fresh when it starts) and shar
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import fcntl
 import functools
+import hashlib
+import itertools
 import json
 import os
+import re
 import secrets
+import shlex
 import shutil
 import socket
 import subprocess
@@ -34,7 +39,17 @@ import problems as P
 
 from . import messages as M
 from . import shapes
-from .build import BUILD_DEADLINE_ENV, IMPORTED_MARKER, build_env, usable_cpus
+from .build import (
+    BUILD_DEADLINE_ENV,
+    IMPORTED_MARKER,
+    MAX_PCH_VARIANTS,
+    OBJECTS_ENV,
+    PCH_REQUESTS_ENV,
+    _evict_pch_variants,
+    _pch_plan,
+    build_env,
+    usable_cpus,
+)
 from .candidate import source_hash
 from .errors import HarnessError
 from .guard_registry import outcome
@@ -51,7 +66,20 @@ from .record import (
     TrialResult,
 )
 from .roofline_bound import roofline_for
-from .sandbox import Child, default_memory_limit, kill_group, run_module, spawn_module, tail, wait_child
+from .sandbox import (
+    EXT_MOUNT,
+    UID_BASE,
+    UID_COUNT,
+    Child,
+    Policy,
+    default_memory_limit,
+    kill_group,
+    own,
+    run_module,
+    spawn_module,
+    tail,
+    wait_child,
+)
 from .static_scan import kernel_backend, scan
 from .stats import summarize
 from .wire import Conn, WireError
@@ -79,9 +107,10 @@ def pch_dir() -> Path | None:
 
 
 def object_cache_dir() -> Path | None:
-    """Where build processes keep compiled translation units for reuse (``harness.compile_launcher``):
-    ``KV_OBJECT_CACHE_DIR`` if set (empty: off), else ``DEFAULT_CACHE/objects``; machine-wide like
-    the PCH, since its keys cover everything an object depends on."""
+    """Where trusted in-process builds (the demo kernels' tests) keep compiled translation units for reuse
+    (``harness.compile_launcher``): ``KV_OBJECT_CACHE_DIR`` if set (empty: off), else ``DEFAULT_CACHE/objects``.
+    Never given to a candidate's build: an object one candidate's build made could reach another candidate whose
+    unit has the same text."""
     env = os.environ.get("KV_OBJECT_CACHE_DIR")
     if env is not None:
         return Path(env) if env.strip() else None
@@ -103,8 +132,13 @@ class Evaluation(BaseModel):
     results: dict[str, ProtocolResult] = Field(default_factory=dict)
 
 
-def _child_env(ext_dir: Path, device: str, gpu_index: int | None = None) -> dict[str, str]:
-    env = dict(os.environ)
+# Variables that may hold credentials (a sweep's API keys): never in a child's environment, where a candidate could
+# print them into its record.
+_SECRET_VAR = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|COOKIE|AUTH|^AWS_|^GOOGLE_|^AZURE_|^HF_", re.I)
+
+
+def _child_env(ext_dir: Path | str, device: str, gpu_index: int | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not _SECRET_VAR.search(k)}
     if gpu_index is not None:
         env["CUDA_VISIBLE_DEVICES"] = str(gpu_index)  # the child sees one GPU, as cuda:0
     env["TORCH_EXTENSIONS_DIR"] = str(ext_dir)
@@ -117,8 +151,35 @@ def _child_env(ext_dir: Path, device: str, gpu_index: int | None = None) -> dict
         env["CUDA_VISIBLE_DEVICES"] = ""
     # Same compilers (shims through the compile launcher) for the build and the candidate's own
     # load_inline: a command that differs between them would make the candidate rebuild.
-    env.update(build_env(pch_dir(), object_cache_dir()))
+    env.update(build_env(pch_dir(), None))
     return env
+
+
+def _sandboxed_env(device: str, gpu_index: int | None, work: Path) -> dict[str, str]:
+    """A sandboxed child's environment: its extensions folder where every sandbox has it, its home (compiler and
+    driver caches) in its own folder."""
+    env = _child_env(EXT_MOUNT, device, gpu_index)
+    env.pop(OBJECTS_ENV, None)  # a shared object cache is never a candidate's (object_cache_dir)
+    env.update(HOME=str(work), TMPDIR="/tmp", TRITON_CACHE_DIR=str(work / ".triton"))
+    return env
+
+
+_uid_seq = itertools.count()
+
+
+def _sandbox_uid() -> int:
+    """A uid for the next sandbox, from the pool, spread by process so that two evaluators rarely share one (sharing
+    would grant nothing: every sandbox has its own pid namespace and sees only its own folders)."""
+    return UID_BASE + (os.getpid() * 7919 + next(_uid_seq)) % UID_COUNT
+
+
+def _file_hashes(folder: Path) -> dict[str, str]:
+    """sha256 of every shared object under ``folder`` (what a load executes), by relative path."""
+    out = {}
+    for p in sorted(folder.rglob("*.so")):
+        if p.is_file():
+            out[str(p.relative_to(folder))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
 
 
 @contextlib.contextmanager
@@ -140,14 +201,16 @@ def _clear_torch_batons(ext: Path) -> None:
 
 
 class _Slot(NamedTuple):
-    """A candidate process's working folder, its result pipe (read end, write end) and its link to the
-    judge (the candidate's end, the judge's end): the judge gets its end when the job starts."""
+    """A candidate process's working folder, its result pipe (read end, write end), its link to the judge (the
+    candidate's end, the judge's end: the judge gets its end when the job starts) and its sandbox, whose extensions
+    folder (``policy.ext``) receives a copy of the candidate's build when the job starts."""
 
     work: Path
     read_fd: int
     write_fd: int
     cand_sock: socket.socket
     judge_sock: socket.socket
+    policy: Policy
 
     def close_fds(self) -> None:
         for fd in (self.read_fd, self.write_fd):
@@ -164,8 +227,7 @@ class _Spare(NamedTuple):
     slot: _Slot
 
     def discard(self) -> None:
-        kill_group(self.child.proc)
-        self.child.proc.wait()
+        self.child.end()
         with contextlib.suppress(OSError):
             if self.child.proc.stdin is not None:
                 self.child.proc.stdin.close()
@@ -220,6 +282,7 @@ class Evaluator:
         self._close_judges = weakref.finalize(self, _close_all, self._judges)
         self._shape_ev: Evaluator | None = None  # the extra shapes' judges (settings.extra_shapes), made on first use
         self._shape_refused: dict[str, str] = {}  # shaped problem id -> why its reference does not run there
+        self._pch_made: set[tuple[str, str, str]] = set()  # flag sets whose PCH this evaluator made or is making
 
     def close(self) -> None:
         if self._shape_ev is not None:
@@ -254,31 +317,30 @@ class Evaluator:
             return BuildResult(True, 0.0, "", False)
         ext = self.extensions_dir(source)
         marker = ext / ".built-ok"
-        if marker.exists():
+        if _filed(ext, marker):
             return BuildResult(True, 0.0, "", True)
         # One build per source at a time across evaluators and processes sharing the cache.
         with _source_lock(ext):
-            if marker.exists():  # built by whoever held the lock before us
+            if _filed(ext, marker):  # built by whoever held the lock before us
                 return BuildResult(True, 0.0, "", True)
             _clear_torch_batons(ext)
             return self._build_locked(source, ext, marker, problem_id)
 
-    def _shared_dirs(self) -> list[str]:
-        """Folders every candidate of this evaluator shares: its build cache and its temporary root. Processes that
-        run candidate code see them read-only but for their own parts and the compile caches (``_compile_caches``,
-        always writable, so never listed here)."""
-        return [str(self.cache_dir), str(self._tmp_root)]
-
-    @staticmethod
-    def _compile_caches() -> list[str]:
-        """The machine-wide object cache and PCH folder (made here: only a folder that exists stays writable in a
-        read-only view). Writable to builds, and to a candidate process that rebuilds in-process."""
-        out = []
-        for d in (object_cache_dir(), pch_dir()):
-            if d:
-                d.mkdir(parents=True, exist_ok=True)
-                out.append(str(d))
-        return out
+    def _policy(self, work: Path, ext: Path | None = None, writable: tuple[Path, ...] = ()) -> Policy:
+        """The sandbox of a process that runs candidate code (or a compiler on a candidate's flags): ``work`` and
+        ``ext`` writable and given to its uid; this evaluator's temporary root (the judge's and every other
+        candidate's folders) and the extensions cache (every other source's build) out of sight; the PCH folder
+        and compiler shims readable."""
+        uid = _sandbox_uid()
+        for d in (work, ext, *writable):
+            if d is not None:
+                own(d, uid)
+        pch = pch_dir()
+        if pch is not None:
+            pch.mkdir(parents=True, exist_ok=True)
+        return Policy(work=work, uid=uid, ext=ext, writable=writable, gpu=self.device != "cpu",
+                      hide=(self._tmp_root, self.cache_dir / "extensions"), needed=(pch,) if pch else (),
+                      tmp_bytes=self.settings.sandbox_tmp_bytes, shm_bytes=self.settings.sandbox_tmp_bytes)
 
     def build_many(self, sources: list[str], workers: int | None = None) -> list[BuildResult]:
         """``build`` every source at once on the host's cores (``workers`` threads, default the CPUs
@@ -301,27 +363,77 @@ class Evaluator:
                 args.append(str(work / "problem_src.py"))
             except Exception:  # noqa: BLE001 - only a speed-up: the evaluation reports a missing problem itself
                 pass
-        env = _child_env(ext, self.device, self.gpu_index)
-        env["KV_PCH_TIMEOUT_S"] = str(self.settings.build_timeout_s / 3)
+        env = _sandboxed_env(self.device, self.gpu_index, work)
         env[BUILD_DEADLINE_ENV] = str(time.time() + 0.8 * self.settings.build_timeout_s)
-        # The build imports the candidate: its top-level code may write only this source's extensions folder, its
-        # build folder and the machine-wide compile caches, not other sources' extensions or evaluations' files.
-        caches = self._compile_caches()  # ext exists already (extensions_dir makes it): it stays writable
-        res = run_module("harness.build", args, cwd=work, env=env,
+        env[PCH_REQUESTS_ENV] = str(work / "pch-requests.jsonl")
+        # The build imports the candidate: it runs sandboxed, with only its build folder and this source's own
+        # extensions folder writable (at EXT_MOUNT); what it leaves there is filed below by this process.
+        res = run_module("harness.build", args, cwd=work, env=env, sandbox=self._policy(work, ext),
                          timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes,
-                         niceness=self.settings.build_niceness,
-                         read_only=(self._shared_dirs(), [str(ext), str(work), *caches]))
+                         niceness=self.settings.build_niceness, memory_cap=self.settings.memory_limit_bytes)
+        own(ext, 0)
         # A build process that ended after the import succeeded ended in the constructor run after it, which the
         # evaluation runs again and reports: not a compile error.
         imported = (work / IMPORTED_MARKER).exists()
+        self._make_missing_pchs(work / "pch-requests.jsonl")
         shutil.rmtree(work, ignore_errors=True)
         if res.timed_out:
             return BuildResult(False, res.seconds, f"build exceeded {self.settings.build_timeout_s:.0f} s", False, True)
+        if res.memory_exceeded:
+            return BuildResult(False, res.seconds, f"the build used {res.memory_exceeded / 2**30:.1f} GiB of host memory, "
+                                                   "over the limit (EvalSettings.memory_limit_bytes)", False)
         if res.returncode != 0 and not imported:
             err = res.stderr_tail or res.stdout_tail or f"build process ended with {res.signal_name or res.returncode}"
             return BuildResult(False, res.seconds, err, False)
-        marker.write_text(datetime.now(UTC).isoformat())
+        # Filed by this process: the hash of every shared object the build left, checked before each later load.
+        marker.write_text(json.dumps({"built": datetime.now(UTC).isoformat(), "sha256": _file_hashes(ext)}))
         return BuildResult(True, res.seconds, "", False)
+
+    def _make_missing_pchs(self, requests: Path) -> None:
+        """Make, in the background, the PCHs a sandboxed build missed, each in a sandbox of its own that no candidate
+        code runs in and that may write only that PCH's folder. Only flag sets for this evaluator's own compiler
+        shim are taken: the build chose the flags (they are part of the PCH's key), never the program."""
+        root = pch_dir()
+        shim = build_env(root, None).get("CXX") if root is not None else None
+        try:
+            lines = requests.read_text()[:65536].splitlines()[:4] if shim else []
+        except OSError:
+            return
+        for line in lines:
+            try:
+                req = json.loads(line)
+                cxx, cflags, post = str(req["cxx"]), str(req["cflags"]), str(req.get("post_cflags", ""))
+            except (ValueError, KeyError, TypeError):
+                continue
+            if shlex.split(cxx) != [shim]:
+                continue
+            key = (cxx, cflags, post)
+            with self._lock:
+                if key in self._pch_made:
+                    continue
+                self._pch_made.add(key)
+            threading.Thread(target=self._make_pch, args=(root, *key), daemon=True).start()
+
+    def _make_pch(self, root: Path, cxx: str, cflags: str, post: str) -> None:
+        plan = _pch_plan(root, cxx, cflags, post)
+        if plan is None:
+            return
+        d = plan[0]
+        if (d / "torch" / "extension.h.gch").is_file() or (d / "failed").exists():
+            return
+        if not d.exists():
+            _evict_pch_variants(root, MAX_PCH_VARIANTS - 1)
+        (d / "torch").mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix="pch-", dir=self._tmp_root))
+        timeout = self.settings.build_timeout_s / 3
+        try:
+            run_module("harness.build", ["--make-pch", str(root), cxx, cflags, post, str(timeout)], cwd=work,
+                       env=_sandboxed_env(self.device, self.gpu_index, work), sandbox=self._policy(work, writable=(d,)),
+                       timeout_s=timeout + 30, max_file_bytes=self.settings.max_output_file_bytes,
+                       niceness=self.settings.build_niceness, memory_cap=self.settings.memory_limit_bytes)
+        finally:
+            own(d, 0)
+            shutil.rmtree(work, ignore_errors=True)
 
     # -- reference ----------------------------------------------------------------------------------
     def _problem(self, problem_id: str) -> P.Problem:
@@ -358,11 +470,15 @@ class Evaluator:
                     h.close()
             return handle
 
-    def _start_judge(self, problem: P.Problem) -> _JudgeHandle:
+    def _fresh_seeds(self) -> dict:
+        """Seeds drawn now, by this process, for one candidate's trials, timing sets, perturbation and construction."""
         n_seeds = seeds_needed(self.settings.verified_base_trials, self.settings.verified_adversarial_trials) \
             + self.settings.timing_input_sets
-        job = self._base_job(problem).model_copy(update=dict(
-            fresh_seeds=[secrets.randbelow(2**31 - 1) for _ in range(n_seeds)], perturb_seed=secrets.randbelow(2**31 - 1)))
+        return {"fresh_seeds": [secrets.randbelow(2**31 - 1) for _ in range(n_seeds)],
+                "perturb_seed": secrets.randbelow(2**31 - 1)}
+
+    def _start_judge(self, problem: P.Problem) -> _JudgeHandle:
+        job = self._base_job(problem).model_copy(update=self._fresh_seeds())
         work = Path(tempfile.mkdtemp(prefix="judge-", dir=self._tmp_root))
         mine, theirs = socket.socketpair()
         try:
@@ -370,7 +486,7 @@ class Evaluator:
             # it ends when its control connection closes, which the kernel does when this process dies.
             child = spawn_module("harness.judge", [str(theirs.fileno())], cwd=work,
                                  env=_child_env(self.cache_dir / "extensions" / "_reference", self.device, self.gpu_index),
-                                 max_file_bytes=2**40, isolate_network=False,  # its shared buffer grows past 2 GiB
+                                 max_file_bytes=2**40,  # its shared buffer grows past 2 GiB
                                  pass_fds=(theirs.fileno(),), die_with_parent=False)
         finally:
             theirs.close()
@@ -440,16 +556,12 @@ class Evaluator:
             record.environment = Environment.model_validate(judge.environment)
         try:
             name = record.environment.device_name if record.environment else ""
-            record.roofline = roofline_for(problem, self.size, self.device, name, self.settings.precision)
+            # a CPU's peaks are measured once per host by this (trusted) process and kept under the cache dir
+            record.roofline = roofline_for(problem, self.size, self.device, name, self.settings.precision,
+                                           cache_dir=self.cache_dir)
         except Exception:  # noqa: BLE001 - a missing bound never blocks an evaluation
             record.roofline = None
         ext = self.extensions_dir(source)
-        if _builds_ahead(source):
-            # The candidate's own load_inline takes torch's lock file too, even on a cache hit: one
-            # left by a worker killed there (a timeout, a killed sweep before --resume) would make this
-            # evaluation wait until its time limit.
-            with _source_lock(ext):
-                _clear_torch_batons(ext)
         with judge.lock:
             self._measure_with(judge, record, source, problem, ext)
         if self.settings.extra_shapes and record.status == "ok":
@@ -511,15 +623,17 @@ class Evaluator:
         spare = self._take_spare()
         slot = spare.slot if spare is not None else self._new_slot()
         record.worker_prespawned = spare is not None
+        # The candidate's own copy of its build, at the path its build wrote (nothing it does there reaches the cache).
+        with _source_lock(ext):
+            _copy_build(ext, slot.policy.ext, slot.policy.uid)
         nonce = secrets.token_hex(16)
         # The candidate's job holds no seed, no perturbation and no expected output: those stay in the judge.
         job = self._base_job(problem).model_copy(update=dict(
             candidate_source=source, candidate_hash=record.candidate_hash, work_dir=str(slot.work),
-            extensions_dir=str(ext), result_fd=slot.write_fd, judge_fd=slot.cand_sock.fileno(), nonce=nonce,
-            read_only_dirs=self._shared_dirs(), writable_dirs=self._compile_caches()))
+            extensions_dir=EXT_MOUNT, result_fd=slot.write_fd, judge_fd=slot.cand_sock.fileno(), nonce=nonce))
         job_line = (job.model_dump_json() + "\n").encode()  # through the worker's stdin, never a file
-        try:
-            judge.conn.send("serve", fds=[slot.judge_sock.fileno()])
+        try:  # every candidate its own seeds, told to the judge alone
+            judge.conn.send("serve", self._fresh_seeds(), fds=[slot.judge_sock.fileno()])
         except WireError as exc:
             self._drop_judge(judge)
             if spare is not None:
@@ -534,18 +648,25 @@ class Evaluator:
         def reader(proc, deadline):
             os.close(slot.write_fd)
             slot.cand_sock.close()  # only the candidate process holds its end now: its death is the judge's EOF
-            buf = b""
+            buf, skipping = b"", False
             with os.fdopen(slot.read_fd, "rb", buffering=0) as f:
                 while True:
                     chunk = f.read(65536)
                     if not chunk:
                         break
                     buf += chunk
+                    if len(buf) > MAX_REPORT_BYTES and b"\n" not in buf:  # one line past the bound: dropped whole
+                        breaches.append(f"a report line over {MAX_REPORT_BYTES} bytes")
+                        buf, skipping = b"", True
+                        continue
                     while b"\n" in buf:
                         line, buf = buf.split(b"\n", 1)
+                        if skipping:  # the tail of a dropped line
+                            skipping = False
+                            continue
                         try:
                             msg = json.loads(line)
-                        except json.JSONDecodeError:
+                        except (ValueError, RecursionError):  # not JSON, too deep, a number too long to parse
                             continue
                         if isinstance(msg, dict) and msg.get("nonce") == nonce:
                             # validated on arrival: a report the worker never sends is a breach, not a crash here
@@ -568,7 +689,7 @@ class Evaluator:
 
         t_worker = time.perf_counter()
         timeout_s = self.settings.eval_timeout_s + (self.settings.build_timeout_s if _builds_ahead(source) else 0.0)
-        cap = self.settings.memory_limit_bytes or default_memory_limit()
+        cap = self._memory_cap()
         if spare is not None:
             try:
                 spare.child.proc.stdin.write(job_line)
@@ -579,10 +700,7 @@ class Evaluator:
             # Its clock starts now, at the job, not when it was started.
             res = wait_child(spare.child, timeout_s, on_start, started=t_worker, memory_cap=cap)
         else:
-            child = spawn_module("harness.worker", ["--job-on-stdin"], cwd=slot.work,
-                                 env=_child_env(ext, self.device, self.gpu_index),
-                                 max_file_bytes=self.settings.max_output_file_bytes,
-                                 pass_fds=(slot.write_fd, slot.cand_sock.fileno()), stdin_pipe=True, contain=True)
+            child = self._spawn_worker(slot, "--job-on-stdin")
             try:
                 child.proc.stdin.write(job_line)
                 child.proc.stdin.close()
@@ -625,7 +743,24 @@ class Evaluator:
         read_fd, write_fd = os.pipe()
         cand, judge = socket.socketpair()
         cand.set_inheritable(True)
-        return _Slot(Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root)), read_fd, write_fd, cand, judge)
+        work = Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root))
+        (work / "kv-ext").mkdir()
+        return _Slot(work, read_fd, write_fd, cand, judge, self._policy(work, work / "kv-ext"))
+
+    def _memory_cap(self) -> int:
+        return self.settings.memory_limit_bytes or default_memory_limit()
+
+    def _spawn_worker(self, slot: _Slot, mode: str) -> Child:
+        """A sandboxed candidate process on ``slot``: it reads its job from stdin (``--job-on-stdin``), or imports
+        torch and the harness first and then waits for it (``--spare``)."""
+        # A pre-started one outlives the thread that started it (a pool thread may end first): it ends when its stdin
+        # closes, which the kernel does when this process dies.
+        spare = mode == "--spare"
+        policy = dataclasses.replace(slot.policy, die_with_parent=not spare)
+        return spawn_module("harness.worker", [mode], cwd=slot.work, sandbox=policy, memory_cap=self._memory_cap(),
+                            env=_sandboxed_env(self.device, self.gpu_index, slot.work), die_with_parent=not spare,
+                            max_file_bytes=self.settings.max_output_file_bytes,
+                            pass_fds=(slot.write_fd, slot.cand_sock.fileno()), stdin_pipe=True)
 
     def _refill_spare(self) -> None:
         """Start workers that import torch and the harness, then wait on stdin for their jobs, until
@@ -636,14 +771,12 @@ class Evaluator:
             with self._lock:
                 if len(self._spares) >= self.settings.spare_workers:
                     return
-            slot = self._new_slot()
             try:
-                # TORCH_EXTENSIONS_DIR is set per job by the worker (wait_for_job), from the job file.
-                child = spawn_module("harness.worker", ["--spare"], cwd=slot.work,
-                                     env=_child_env(self.cache_dir / "extensions" / "_spare", self.device,
-                                                    self.gpu_index),
-                                     max_file_bytes=self.settings.max_output_file_bytes,
-                                     pass_fds=(slot.write_fd, slot.cand_sock.fileno()), stdin_pipe=True, contain=True)
+                slot = self._new_slot()
+            except OSError:  # the evaluator is closing: its temporary root is gone
+                return
+            try:
+                child = self._spawn_worker(slot, "--spare")
             except OSError:
                 slot.close_fds()
                 shutil.rmtree(slot.work, ignore_errors=True)
@@ -691,7 +824,8 @@ class Evaluator:
                 "random parameters drawn by the verified construction seed on both sides; perturbed constants loaded "
                 "into the candidate's " + (", ".join(loaded[:6]) if loaded else "(none)"))
         if mapping.get("reference_only"):
-            record.provenance.notes.append("perturbed in the reference only (the candidate holds no tensor for them): "
+            record.provenance.notes.append("perturbed in the reference only (no candidate tensor the mapping pairs with "
+                                           "them by name, last name component, declaration order or unique shape): "
                                            + ", ".join(mapping["reference_only"][:6]))
         if verdicts.get("reference_precision"):
             record.provenance.notes.append(f"exact reference computed in {verdicts['reference_precision']}")
@@ -748,6 +882,9 @@ class Evaluator:
                 record.guards.extend(payload if kind == "guards" else [payload])
         if verdicts.get("kernel_ms") and record.timing.verified_kernel is not None:
             record.timing.verified_kernel = summarize(verdicts["kernel_ms"], "verified")
+        # The naive loop's mean as the judge's clock bounds it, never the candidate process's own copy.
+        if verdicts.get("naive_kernel_ms") and record.timing.naive_kernel is not None:
+            record.timing.naive_kernel = summarize(verdicts["naive_kernel_ms"], "naive")
         # The baselines as the judge timed them, never a copy the candidate's process passed on.
         timed = record.timing.verified_kernel is not None
         for field_name, ms in (verdicts.get("baseline_ms") or {}).items():
@@ -781,6 +918,7 @@ class Evaluator:
                 record.status = "compile_error"
 
 
+MAX_REPORT_BYTES = 64 * 2**20  # one report line from a candidate process (timing samples are the longest)
 _SAMPLED = ("naive_kernel", "naive_baseline_fp32", "verified_kernel", "verified_baseline_tf32", "verified_baseline_fp32",
             "naive_baseline_compile", "verified_baseline_compile")
 
@@ -804,6 +942,25 @@ def _disk_full(error: str, where: Path) -> bool:
         return shutil.disk_usage(where).free < 2 * 2**30
     except OSError:
         return True
+
+
+def _filed(ext: Path, marker: Path) -> bool:
+    """Whether ``ext`` holds a finished build whose shared objects are still the ones filed (a marker of an older
+    format, or any change, means build again)."""
+    try:
+        filed = json.loads(marker.read_text())["sha256"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return isinstance(filed, dict) and filed == _file_hashes(ext)
+
+
+def _copy_build(ext: Path, dest: Path, uid: int) -> None:
+    """``ext``'s files into ``dest`` (emptied first), times kept so ninja finds them up to date, given to ``uid``."""
+    for p in dest.iterdir():
+        shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+    shutil.copytree(ext, dest, dirs_exist_ok=True, symlinks=True,
+                    ignore=shutil.ignore_patterns(".kv-build.lock", ".built-ok", "lock"))
+    own(dest, uid)
 
 
 def _builds_ahead(source: str) -> bool:

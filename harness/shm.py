@@ -7,6 +7,7 @@ descriptor and copies the values out, so nothing it receives is executed or unpi
 from __future__ import annotations
 
 import ctypes
+import math
 import mmap
 import os
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import torch
 
 from .device_buffer import DeviceBuffer, shared_buffer_type
+from .messages import MAX_DIMS
 from .wire import WireError
 
 # dtypes that may cross; anything else is refused (the judge never getattr's a name it did not list).
@@ -110,10 +112,13 @@ class SharedBuffer:
             offset = int(desc["offset"])
         except (KeyError, TypeError, ValueError) as exc:
             raise WireError(f"bad tensor descriptor: {desc!r:.200}") from exc
-        if any(x < 0 for x in shape):
-            raise WireError("negative size in a tensor descriptor")
+        if any(x < 0 for x in shape) or len(shape) > MAX_DIMS:
+            raise WireError(f"bad shape in a tensor descriptor: {shape!r:.200}")
+        # checked against the buffer before anything is allocated: the shape may claim any size
+        nbytes = math.prod(shape) * dtype.itemsize
+        if offset < 0 or offset + nbytes > self.size:
+            raise WireError(f"descriptor outside the shared buffer ({offset}+{nbytes} > {self.size})")
         out = torch.empty(shape, dtype=dtype, device=device)
-        nbytes = out.numel() * out.element_size()
         if nbytes:
             out.reshape(-1).view(torch.uint8).copy_(self._bytes(offset, nbytes))
         return out

@@ -18,6 +18,11 @@ class WireError(Exception):
     """The peer broke the protocol or went away."""
 
 
+class Malformed(WireError):
+    """The peer sent something that is no message (too long, not JSON, nested past the parser's depth): it is there
+    and broke the protocol, unlike a peer that went away."""
+
+
 class Conn:
     """One end of a socket: ``send(kind, payload)``, ``recv() -> (kind, payload)``, and fds on the side."""
 
@@ -54,7 +59,7 @@ class Conn:
                     raise WireError("connection closed")
                 self._buf += chunk
                 if len(self._buf) > MAX_LINE:
-                    raise WireError("message too long")
+                    raise Malformed("message too long")
         except TimeoutError as exc:
             raise WireError("timed out waiting for a message") from exc
         except OSError as exc:
@@ -63,8 +68,8 @@ class Conn:
         try:
             msg = json.loads(line)
             kind, payload = str(msg["kind"]), msg.get("payload")
-        except (ValueError, KeyError, TypeError) as exc:
-            raise WireError("malformed message") from exc
+        except (ValueError, KeyError, TypeError, RecursionError) as exc:  # RecursionError: '[[[[...' past the depth
+            raise Malformed("malformed message") from exc
         return (kind, payload, fds) if with_fds else (kind, payload)
 
     def close(self) -> None:

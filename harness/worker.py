@@ -26,7 +26,7 @@ from problems.module import exec_source
 from . import guards as G
 from . import messages as M
 from .compare import close_in_chunks
-from .device import DeviceOps
+from .device import Clock, DeviceOps
 from .guard_registry import outcome
 from .inputs import KERNELBENCH_SEED
 from .job import JobSpec
@@ -69,8 +69,8 @@ def _poison(ops: DeviceOps, like: torch.Tensor | tuple[int, torch.dtype] | None,
         # Several blocks held at once, then freed: whichever free block the allocator hands out next holds it.
         bufs = [torch.empty(n, dtype=dtype if dtype.is_floating_point else torch.float32, device=dev)
                 for _ in range(2 if torch.device(dev).type == "cuda" else 6)]
-        for buf in bufs:
-            buf.fill_(value)
+        for buf in bufs:  # NaN as 0xFF bytes, outside torch's dispatcher (DeviceOps.fill_bytes)
+            ops.fill_bytes(buf, 0xFF) if value != value else buf.fill_(value)
         del bufs
     except Exception:  # noqa: BLE001 - poisoning is best effort (e.g. out of memory)
         pass
@@ -181,6 +181,16 @@ class JudgeLink:
             self.buf.map(int(reply["size"]))
         return reply
 
+    def handover(self, out: Any, offset: int, capacity: int) -> dict:
+        """A timed call's whole output into the shared buffer (every call, checked or not: the judge decides which
+        it reads once the report is in); its description for the 'called' report."""
+        if not isinstance(out, torch.Tensor):
+            return M.payload(M.Output(type="other", name=type(out).__qualname__[:200]))
+        if out.numel() * out.element_size() <= capacity:
+            self.buf.write(torch.Tensor._make_subclass(torch.Tensor, out.detach()) if type(out) is not torch.Tensor
+                           else out, offset)
+        return M.payload(M.Output(type="tensor", shape=list(out.shape), dtype=dtype_name(out.dtype)))
+
     def send_output(self, out: Any, offset: int, capacity: int, exc: BaseException | None = None) -> None:
         if exc is not None:
             meta = M.Output(type="exception", text=_trim(exc))
@@ -190,7 +200,7 @@ class JudgeLink:
                 self.buf.write(torch.Tensor._make_subclass(torch.Tensor, out.detach()) if type(out) is not torch.Tensor
                                else out, offset)
         else:
-            meta = M.Output(type="other", name=type(out).__qualname__)
+            meta = M.Output(type="other", name=type(out).__qualname__[:M.MAX_NAME])
         self.conn.send("output", M.payload(meta))
         self._note(self.conn.recv(timeout=3600)[1])  # the judge's "ok": it has read the bytes
 
@@ -221,6 +231,7 @@ class Ctx:
     nonalloc0: int = 0
     nonalloc_peak: int = 0
     built_under: int = KERNELBENCH_SEED  # the seed the instance in use was built under
+    timing_seeds: list[int] = field(default_factory=list)  # the judge's forward seed per timing set
     held_inputs: list[Any] | None = None  # the previous verified call's inputs, until the next call's are placed
 
     @property
@@ -296,6 +307,18 @@ def _build_model_new(ctx: Ctx, seed: int = KERNELBENCH_SEED) -> Any:
     return model
 
 
+def _pre_call(ops: DeviceOps, like: Any, seed: int) -> None:
+    """The work before every call, judged or timed, the same each time so none of it tells them apart: freed memory
+    poisoned (sized like the expected output), the cache flushed, the persisting-L2 limit reset, the judge's seed."""
+    like = like if isinstance(like, dict) else {}
+    if "numel" in like and like.get("dtype") in DTYPES:
+        _poison(ops, (int(like["numel"]), DTYPES[like["dtype"]]), float("nan"))
+    ops.flush_l2()
+    ops.reset_persisting_l2()
+    ops.sync()
+    torch.manual_seed(seed)
+
+
 def _judged_call(ctx: Ctx, kind: str, index: int) -> tuple[Any, list[Any]]:
     """Ask the judge for a trial's inputs, call the candidate, hand the output back."""
     if ctx.ops.is_cuda:  # the judge may compute this trial's reference on the same device: room for it
@@ -309,12 +332,9 @@ def _judged_call(ctx: Ctx, kind: str, index: int) -> tuple[Any, list[Any]]:
     # KernelBench's trials (naive) keep whatever address the allocator gives.
     previous, ctx.held_inputs = ctx.held_inputs, (inputs if kind == "verified_trial" else None)
     pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
-    like = p.get("expected_like") or {}
-    if "numel" in like and like.get("dtype") in DTYPES:
-        _poison(ctx.ops, (int(like["numel"]), DTYPES[like["dtype"]]), float("nan"))
     out, err = None, None
     try:
-        torch.manual_seed(int(p.get("forward_seed", 0)))
+        _pre_call(ctx.ops, p.get("expected_like"), int(p.get("forward_seed", 0)))
         out = ctx.model_new(*inputs)
         ctx.ops.sync()
     except BaseException as exc:  # noqa: BLE001
@@ -378,7 +398,9 @@ def _fresh_model_new(ctx: Ctx) -> None:
 def phase_verified_correctness(ctx: Ctx) -> bool:
     _fresh_model_new(ctx)
     held = _candidate_tensors(ctx.model_new)
-    p = ctx.judge.request("params", {"params": [[n, list(t.shape)] for n, t in held[:10_000]],
+    # names beyond the protocol's bound are left out (never paired), not sent for the judge to refuse
+    p = ctx.judge.request("params", {"params": [[n, list(t.shape)] for n, t in held[:10_000]
+                                                if len(n) <= M.MAX_NAME and t.dim() <= M.MAX_DIMS],
                                      "built_under": ctx.built_under})
     by_name = dict(held)
     with torch.no_grad():
@@ -431,6 +453,8 @@ def _repeatability(ctx: Ctx, out: Any, inputs: list[Any]) -> None:
 def phase_provenance(ctx: Ctx) -> bool:
     p = ctx.judge.request("timing_inputs")
     ctx.out_offset, ctx.out_capacity = int(p.get("out_offset", 0)), int(p.get("out_capacity", 0))
+    ctx.timing_seeds = [int(x) for x in p.get("forward_seeds", [])] or [0] * len(p.get("sets", []))
+    ctx.judge.plan["expected_like"] = p.get("expected_like") or {}
     ctx.timing_inputs = [unpack_args(ctx.judge.buf, s, ctx.device) for s in p.get("sets", [])]
     try:
         called = _custom_code_called(lambda: ctx.model_new(*ctx.timing_inputs[0]),
@@ -486,17 +510,30 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
     model_new, sets = ctx.model_new, ctx.timing_inputs
     x0 = sets[0]
     samples: dict[str, list[float]] = {}
-    with tf32(None):
-        samples["naive_kernel"] = naive_samples(lambda: model_new(*x0), ops, s.naive_warmup, s.naive_timing_trials)
+    with tf32(None):  # the judge's clock encloses the trials (after the warm-up): its floor bounds their mean
+        samples["naive_kernel"] = naive_samples(lambda: model_new(*x0), ops, s.naive_warmup, s.naive_timing_trials,
+                                                after_warmup=lambda: ctx.judge.request("naive_start"))
+    ctx.judge.request("naive_done", {"ms": samples["naive_kernel"]})
     # The baselines are the judge's to time (its process, its copies of these input sets).
     samples["naive_baseline_fp32"] = list(ctx.judge.request("baseline", {"subject": "naive", "n": 1}).get("ms") or [])
     recent: list[tuple[torch.Tensor, torch.Tensor, int]] = []
     replayed: list[str] = []
     threads_seen = [threading.active_count()]
-    capture: dict[str, Any] = {}
-    kernel = Subject("kernel", lambda i: model_new(*sets[i]))
+    clock = Clock(ops)
+    lead_us = s.verified_launch_lead_us if ops.can_hold else 0.0
 
-    def keep(idx, out):
+    def timed_call(idx: int) -> float:
+        # The pre-call work of a judged call (none of it through torch's dispatcher), then the judge's clock: from
+        # its reply to 'go' to the 'called' report, which comes only once the whole output is in the shared buffer,
+        # so anything the output still had to do (a lazy tensor, a hook on the copy) lands inside it. Nothing here
+        # tells a checked call from an unchecked one: the judge picks and reads the handed-over bytes afterwards.
+        _pre_call(ops, ctx.judge.plan.get("expected_like"), int(ctx.timing_seeds[idx]))
+        ctx.judge.request("go", {"set": idx})
+        ms, out = clock.interval(lambda: model_new(*sets[idx]), sync_before_end=False, lead_us=lead_us)
+        meta = ctx.judge.handover(out, ctx.out_offset, ctx.out_capacity)
+        ops.sync()
+        ctx.judge.request("called", {"set": idx, "ms": ms, "output": meta})
+        # In-process evidence from here on (it can fail a kernel, never pass one).
         # Threads alive the moment a timed call returned: work running past the return (T2).
         threads_seen.append(threading.active_count())
         if isinstance(out, torch.Tensor):
@@ -509,18 +546,9 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
                                 f"for the same inputs")
             recent.append((out, G.fingerprint(out), idx))
             del recent[:-3]
-            # Captured now, before the judge says whether this call is checked: in the output's own layout, one
-            # straight copy whatever it is (the timing witness allows for a contiguous copy of its size).
-            slot, layout = capture.get("out"), (out.shape, out.dtype, out.stride())
-            if slot is None or capture.get("layout") != layout:
-                slot, capture["layout"] = torch.empty_like(out), layout
-                capture["out"] = slot
-            slot.copy_(out)
-            ops.sync()
-        reply = ctx.judge.request("called", {"set": idx, "ms": kernel.samples[-1] if kernel.samples else None})
-        if reply.get("check"):
-            ctx.judge.send_output(capture.get("out") if isinstance(out, torch.Tensor) else out,
-                                  ctx.out_offset, ctx.out_capacity)
+        return ms
+
+    kernel = Subject("kernel", lambda i: model_new(*sets[i]), timed=timed_call)
 
     def judge_round(subject: str):
         def remote(start: int, n: int, timed: bool) -> list[float]:
@@ -528,14 +556,12 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
             return [float(x) for x in reply.get("ms") or []]
         return remote
 
-    kernel.on_output = keep
     # fp32 baseline with PyTorch's defaults (matmul TF32 off, cuDNN TF32 on), as the naive baseline: the
     # waterfall's timing step then changes the timer alone. Rounds interleave with the kernel's.
     subjects = [kernel, Subject("baseline_tf32", remote=judge_round("tf32")),
                 Subject("baseline_fp32", remote=judge_round("fp32"))]
     if ctx.judge.plan.get("compile_baseline"):
         subjects.append(Subject("baseline_compile", remote=judge_round("compile")))
-    lead_us = s.verified_launch_lead_us if ops.can_hold else 0.0
     try:
         with tf32(None):
             time_verified(subjects, len(sets), ops, VerifiedBudget(
@@ -550,7 +576,6 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
     samples["verified_baseline_tf32"] = subjects[1].samples
     samples["verified_baseline_fp32"] = subjects[2].samples
     timing.launch_lead_us = lead_us
-    capture.clear()
 
     # An output whose storage a later call returned again was rewritten by that call, not by deferred work.
     changed = [idx for k, (o, fp, idx) in enumerate(recent)
@@ -644,9 +669,8 @@ def main(job: JobSpec) -> int:
 
 def wait_for_job() -> JobSpec | None:
     """Torch and the harness are imported; block until the parent writes the job, one JSON line, on stdin
-    (a pre-started worker waits here long before its job exists). Never a file: every candidate process
-    can write the evaluators' temporary folders, and a job on disk could be read or rewritten by another
-    evaluation's candidate. The job's extensions folder is set before any candidate code runs. None: the
+    (a pre-started worker waits here long before its job exists). Never a file: nothing of the job is left
+    where anything else could read it. The job's extensions folder is set before any candidate code runs. None: the
     parent closed the pipe (the evaluator closed or the spare was discarded)."""
     line = sys.stdin.readline()
     if not line.strip():
@@ -654,13 +678,6 @@ def wait_for_job() -> JobSpec | None:
     job = JobSpec.model_validate_json(line)
     if job.extensions_dir:
         os.environ["TORCH_EXTENSIONS_DIR"] = job.extensions_dir
-    if job.read_only_dirs and os.environ.get("KV_CONTAINMENT") == "pidns":  # a mount namespace of its own
-        from .mounts import drop_mount_capability, protect
-
-        why = protect(job.read_only_dirs, [job.work_dir, job.extensions_dir, *job.writable_dirs]) \
-            or drop_mount_capability()
-        if why:
-            print(f"kernelverify: shared folders left writable: {why}", file=sys.stderr)
     return job
 
 

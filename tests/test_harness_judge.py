@@ -14,7 +14,7 @@ import torch
 
 import harness
 from harness import EvalSettings
-from harness.judge import check_probability, witness_gaps, witness_verdict
+from harness.judge import check_probability, naive_floor, timing_floor
 from harness.params import map_parameters
 
 SETTINGS = EvalSettings(naive_timing_trials=10, verified_min_iters=5, verified_max_iters=10,
@@ -59,7 +59,7 @@ def test_mapping_by_the_last_name_component_when_declaration_orders_differ():
     assert m.pairs == {"weight": "bn.weight", "bias": "bn.bias"} and not m.skipped
     # two candidates named weight: no guess
     m = map_parameters([("a.weight", (8,)), ("x", (8,))], [("p.weight", (8,)), ("q.weight", (8,)), ("z", (8,))])
-    assert m.skipped
+    assert not m.pairs and m.reference_only == ["a.weight", "x"]
 
 
 def test_mapping_perturbs_the_reference_alone_when_the_candidate_holds_nothing_for_it():
@@ -70,9 +70,14 @@ def test_mapping_perturbs_the_reference_alone_when_the_candidate_holds_nothing_f
     assert m.pairs == {"lin.weight": "lin.weight"} and m.reference_only == ["lin.bias"]
 
 
-def test_mapping_is_skipped_when_no_pairing_is_safe():
+def test_no_safe_pairing_leaves_the_values_in_the_reference_alone():
+    # decoys of the reference's shapes: no guess on the candidate side, and no fallback to unperturbed (issue 30)
     m = map_parameters([("a", (8,)), ("b", (8,))], [("x", (8,)), ("y", (8,)), ("z", (8,))])
-    assert m.skipped and not m.pairs
+    assert not m.pairs and m.reference_only == ["a", "b"] and not m.skipped
+    # what pairs safely still pairs: a name match survives any number of same-shaped decoys
+    m = map_parameters([("ln.weight", (8,)), ("ln.bias", (8,))],
+                       [("d0", (8,)), ("ln.weight", (8,)), ("d1", (8,)), ("ln.bias", (8,)), ("d2", (8,))])
+    assert m.pairs == {"ln.weight": "ln.weight", "ln.bias": "ln.bias"} and not m.reference_only
 
 
 LAYERNORM_OWN_NAMES = """
@@ -95,9 +100,10 @@ def test_honest_layernorm_with_its_own_parameter_names_is_correct():
     assert all(t.params == "perturbed" for t in r.record.verified_trials)
 
 
-def test_no_safe_mapping_compares_both_sides_as_the_verified_seed_builds_them():
-    # three same-shaped tensors for the reference's two: no pairing is safe, so nothing is loaded, and the
-    # verified instance and the reference are both built under the verified seed (a Linear would be drawn anew)
+def test_constants_held_in_a_form_no_rule_pairs_meet_the_perturbed_reference():
+    # Three same-shaped tensors for the reference's two (the bias split in two): nothing pairs safely, and the
+    # reference is perturbed anyway, or decoys would switch perturbation off (issue 30). This honest kernel is the
+    # price: it is incorrect under verified, and the record names the values it never received.
     src = """
 import torch, torch.nn as nn
 class ModelNew(nn.Module):
@@ -111,8 +117,9 @@ class ModelNew(nn.Module):
         return torch.nn.functional.layer_norm(x, self.shape, self.a, self.b + self.c)
 """
     r = harness.evaluate(src, "level1/40_LayerNorm", settings=SETTINGS)
-    assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
-    assert r.record.perturbation_skipped and all(t.params == "reseeded" for t in r.record.verified_trials)
+    assert _verdicts(r) == ("correct", "incorrect")
+    assert not r.record.perturbation_skipped and all(t.params == "perturbed" for t in r.record.verified_trials)
+    assert any("perturbed in the reference only" in n and "ln.weight, ln.bias" in n for n in r.record.provenance.notes)
 
 
 FOLDED_DIVISOR = """
@@ -212,86 +219,96 @@ class ModelNew(nn.Module):
     assert any("second ModelNew" in n and "one instance per process" in n for n in r.record.provenance.notes)
 
 
+def test_decoys_with_a_second_build_that_fails_still_meet_the_perturbed_reference():
+    # The other way out once open: refuse the second build (KernelBench's draw kept) and declare decoys, so that
+    # no pairing is safe; the reference is then built under KernelBench's seed with the verified values loaded.
+    src = """
+import torch, torch.nn as nn
+BUILT = []
+class ModelNew(nn.Module):
+    def __init__(self, normalized_shape):
+        super().__init__()
+        if BUILT:
+            raise RuntimeError("one instance per process")
+        BUILT.append(1)
+        self.shape = tuple(normalized_shape)
+        self.p, self.q, self.r = (nn.Parameter(torch.zeros(normalized_shape)) for _ in range(3))
+    def forward(self, x):
+        return torch.nn.functional.layer_norm(x, self.shape)
+"""
+    r = harness.evaluate(src, "level1/40_LayerNorm", settings=SETTINGS)
+    assert _verdicts(r) == ("correct", "incorrect")
+    # the honest kernel under the same refusal, holding the reference's names, receives the values and passes
+    honest = src.replace("self.p, self.q, self.r = (nn.Parameter(torch.zeros(normalized_shape)) for _ in range(3))",
+                         "self.ln = nn.LayerNorm(normalized_shape)").replace("(x, self.shape)", "(x, self.shape, self.ln.weight, self.ln.bias)")
+    assert honest.count("self.ln") == 3
+    r = harness.evaluate(honest, "level1/40_LayerNorm", settings=SETTINGS)
+    assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
+
+
 # -- the answers are out of reach ------------------------------------------------------------------------
-def test_witness_tolerates_scheduler_delays_but_not_a_forged_timer():
-    # An honest small kernel on a loaded host: most calls take ~1 ms, a few wake-ups came a slice late.
-    honest_gaps = [0.0011] * 16 + [0.012, 0.015, 0.02, 0.03]
-    assert witness_verdict(honest_gaps, [0.3] * 20, 0.6, cuda=True)[0]
-    assert witness_verdict(honest_gaps, [0.3] * 20, 4.0, cuda=False)[0]
-    # Two busy cores (CI): every call 18 ms apart, 7.5 ms of it the timer's own work, 0.43 ms reported.
-    assert witness_verdict([0.018] * 20, [0.43] * 20, 7.5, cuda=False)[0]
-    # The CI run that flagged an honest ReLU: 14.5 ms per call, 3.6 ms of it the timer's, 0.86 ms reported.
-    assert witness_verdict([0.0145] * 20, [0.86] * 20, 3.6, cuda=False)[0]
-    # A timer that reports a fiftieth: every gap is long, whatever the host's load.
-    forged_gaps = [0.101 + 0.002 * (i % 3) for i in range(20)]
-    assert not witness_verdict(forged_gaps, [2.0] * 20, 4.0, cuda=False)[0]
-    assert not witness_verdict(forged_gaps, [2.0] * 20, 0.6, cuda=True)[0]
-    # On a GPU the bound is tighter: a 3x forgery of a 10 ms kernel is a finding, the honest report is not.
-    assert not witness_verdict([0.0106] * 20, [3.4] * 20, 0.5, cuda=True)[0]
-    assert witness_verdict([0.0106] * 20, [10.0] * 20, 0.5, cuda=True)[0]
+def test_witness_floor_credits_honest_reports_as_they_are_and_forged_ones_at_the_judges_clock():
+    # Per call: the judge's interval, the reported time, and its own calibration of the rest (0.6 ms), with the
+    # one-sided scheduler delays of a loaded host in a few calls and calibration samples alike.
+    delays = [0.0] * 16 + [1.5, 3.0, 6.0, 12.0]
+    cal = [0.6 + 0.02 * (k % 3) + d for k, d in enumerate(delays)]
+    honest = [1.0 + 0.01 * (k % 5) for k in range(20)]
+    w = timing_floor([0.6 + r + d for r, d in zip(honest, delays, strict=True)], honest, cal, cuda=False)
+    assert w["ok"] and w["credited_ms"] == pytest.approx(sorted(honest)[10], rel=0.05)
+    # A clock forged to read 1/3 of the real time: caught, and credited at the judge's clock less the allowance.
+    forged = [r / 3 for r in honest]
+    w = timing_floor([0.6 + r + d for r, d in zip(honest, delays, strict=True)], forged, cal, cuda=False)
+    assert not w["ok"] and w["credited_ms"] > 0.9
+    # A forgery below the witness's allowance still gains nothing beyond the credit allowance.
+    slight = [r / 1.5 for r in honest]
+    w = timing_floor([0.6 + r + d for r, d in zip(honest, delays, strict=True)], slight, cal, cuda=False)
+    assert w["credited_ms"] >= 1.0 - w["credit_slack_ms"] - 0.02
 
 
-def test_witness_reads_the_gaps_after_unchecked_calls_where_there_are_enough():
-    # harness.eval --quick checked 80% of timed calls: the witness read 39 ms between the timed calls of an honest
-    # 0.7 ms kernel with a 1 GB output, 1.6 ms accounted for (CUDA-L1 level1/7 on the H200), and called it a hack.
-    # Modelled here as the cost of a check landing in the gap after it.
-    def calls(checked, unchecked_gap=0.0016):
-        at, t = [], 0.0
-        for c in checked:
-            at.append((t, t, c))  # released as it arrived: only the gap to the next call counts here
-            t += 0.039 if c else unchecked_gap
-        return at
+def test_naive_floor_bounds_the_mean_by_the_loops_interval():
+    honest = [1.0] * 100  # 100 trials of 1 ms, 0.01 ms of timer per trial, one 0.3 ms round trip
+    ok = naive_floor(100 * 1.01 + 0.3, honest, 0.3, 0.01, cuda=False)
+    assert ok["ok"] and ok["credited_ms"] == pytest.approx(1.0)
+    forged = naive_floor(100 * 1.01 + 0.3, [0.33] * 100, 0.3, 0.01, cuda=False)
+    assert not forged["ok"] and forged["credited_ms"] > 0.9
 
-    def every_gap(at):
-        return [b[0] - a[1] for a, b in zip(at, at[1:], strict=False)]
 
-    quick = calls([True, True, True, True, False, True, True, True, True, True, True, True])  # 12 calls, 1 unchecked
-    assert not witness_verdict(every_gap(quick), [0.7] * 12, 0.9, cuda=True)[0]  # the false verdict
-    halves = calls([i % 2 == 1 for i in range(12)])  # at most half are checked now
-    gaps = witness_gaps(halves)
-    assert len(gaps) == 6 and max(gaps) < 0.002
-    assert witness_verdict(gaps, [0.7] * 12, 0.9, cuda=True)[0]
-    # a forged timer shows in the unchecked calls' gaps as in any (its kernel's real time is in every one)
-    forged = witness_gaps(calls([i % 2 == 1 for i in range(12)], unchecked_gap=0.0106))  # a 10 ms kernel
-    assert not witness_verdict(forged, [3.4] * 12, 0.5, cuda=True)[0]
-    # too few unchecked calls to read: every gap, as before
-    assert len(witness_gaps(calls([True] * 9 + [False, False]))) == 10
-    # --quick (5 calls at least) no longer checks 80%; the sweep's default (20 calls, 10%) still checks 20%
+def test_check_probability_leaves_unchecked_calls():
+    # --quick (5 calls at least) checks at most half; the sweep's default (20 calls, 10%) checks 20%
     assert check_probability(0.1, 5) == 0.5 and check_probability(0.1, 20) == 0.2
     assert check_probability(1.0, 5) == 1.0  # a setting that asks for every call checked gets it
 
 
-def test_no_expected_output_or_seed_is_on_disk(ev, tmp_path):
-    spy = tmp_path / "seen.json"
-    src = f"""
+def test_no_expected_output_or_seed_is_on_disk(ev):
+    src = """
 import json, os, torch, torch.nn as nn
-seen, jobs = [], []
-# the harness's own folders and every kv-eval root in /tmp; not the rest of /tmp, where a CI checkout's
-# virtualenv would make the walk outlast the load timeout
-roots = [os.getcwd(), os.path.dirname(os.getcwd())]
-roots += [os.path.join("/tmp", n) for n in os.listdir("/tmp") if n.startswith("kv-")]
+seen, bad, seeded = 0, [], 0
+roots = [os.getcwd(), os.path.dirname(os.getcwd()), "/tmp", "/dev/shm"]
 for root in roots:
     for d, _dirs, files in os.walk(root):
         for f in files:
             p = os.path.join(d, f)
-            seen.append(p)
+            seen += 1
+            if p.endswith(".pt") or p.endswith("summary.json"):
+                bad.append(p)
             if f.endswith(".json"):
                 try:
-                    jobs.append(json.load(open(p)))
+                    j = json.load(open(p))
+                    seeded += isinstance(j, dict) and bool(j.get("fresh_seeds") or j.get("perturb_seed"))
                 except Exception:
                     pass
-json.dump({{"seen": seen, "jobs": [j for j in jobs if isinstance(j, dict)]}}, open({str(spy)!r}, "w"))
+print("REPORT " + json.dumps({"seen": seen, "bad": bad, "seeded": seeded}))
 class ModelNew(nn.Module):
     def forward(self, x):
         return torch.relu(x)
 """
     r = ev.evaluate(src, RELU)
     assert _verdicts(r) == ("correct", "correct")
-    found = json.loads(spy.read_text())
+    line = next(x for x in r.record.stdout_tail.splitlines() if x.startswith("REPORT "))
+    found = json.loads(line.removeprefix("REPORT "))
     assert found["seen"], "the spy saw nothing"
-    assert not [p for p in found["seen"] if "kv-eval-" in p and (p.endswith(".pt") or p.endswith("summary.json"))]
-    # any job file a candidate can read (its own is gone; others may be mid-evaluation) holds no seed
-    assert not [j for j in found["jobs"] if j.get("fresh_seeds") or j.get("perturb_seed")]
+    assert not found["bad"]
+    assert not found["seeded"]  # any job file a candidate can read holds no seed
     assert not list(Path(ev._tmp_root).rglob("*.pt"))
 
 
@@ -315,39 +332,38 @@ class ModelNew(nn.Module):
     assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
 
 
-# -- containment ------------------------------------------------------------------------------------------
+# -- the sandbox ------------------------------------------------------------------------------------------
 def test_a_builds_import_time_code_cannot_poison_another_sources_extension(tmp_path):
-    """The build process imports the candidate, so its top-level code runs there, outside the candidate's
-    container: it may write its own extensions folder and the compile caches, not another source's."""
+    """The build process imports the candidate, so its top-level code runs there, in the sandbox: it may write its
+    own extensions folder, and no other source's build is even in sight."""
     with harness.Evaluator("cpu", "small", settings=SETTINGS, cache_dir=tmp_path / "cache") as e:
         victim = Path(e.cache_dir) / "extensions" / "victim"
         victim.mkdir(parents=True)
         (victim / "victim.so").write_bytes(b"real extension")
-        report = tmp_path / "report.txt"
         src = f"""
 import ctypes, os, torch, torch.nn as nn
 from torch.utils.cpp_extension import load_inline  # builds ahead: this module is imported by the build process
-ctypes.CDLL(None).mount(None, {str(e.cache_dir)!r}.encode(), None, 32 | 4096, None)  # try to remount it writable
-got = []
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mount(None, {str(e.cache_dir)!r}.encode(), None, 32 | 4096, None)  # try to remount it writable
+got = ["mount: " + os.strerror(ctypes.get_errno())]
 for path in ({str(victim / "victim.so")!r}, os.path.join(os.environ["TORCH_EXTENSIONS_DIR"], "own.txt")):
     try:
         open(path, "wb").write(b"poison")
         got.append("written")
     except OSError as exc:
         got.append(exc.strerror)
-open({str(report)!r}, "a").write(repr(got) + "\\n")
+print("REPORT", got)
 class ModelNew(nn.Module):
     def forward(self, x):
         return torch.relu(x)
 """
         r = e.evaluate(src, RELU)
-        assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
         assert (victim / "victim.so").read_bytes() == b"real extension"
-        lines = report.read_text().splitlines()
-        assert lines and all(line == "['Read-only file system', 'written']" for line in lines), lines
+        assert "REPORT ['mount: Operation not permitted', 'No such file or directory', 'written']" in r.record.stdout_tail
+        assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
 
 
-def test_shared_folders_are_read_only_to_the_candidate_but_its_own(ev, tmp_path):
+def test_shared_folders_are_out_of_reach_of_the_candidate_but_its_own(ev):
     """A pool's candidates share the build cache and the evaluator's temporary root: a candidate that could
     overwrite another source's built extension or another evaluation's files could change their verdicts."""
     victim_ext = Path(ev.cache_dir) / "extensions" / "victim"
@@ -355,11 +371,10 @@ def test_shared_folders_are_read_only_to_the_candidate_but_its_own(ev, tmp_path)
     (victim_ext / "victim.so").write_bytes(b"real extension")
     victim_work = Path(ev._tmp_root) / "victim-work"
     victim_work.mkdir(exist_ok=True)
-    report = tmp_path / "report.json"
     src = f"""
 import ctypes, json, os, torch, torch.nn as nn
 libc = ctypes.CDLL(None, use_errno=True)
-for root in ({str(ev.cache_dir)!r}, {str(ev._tmp_root)!r}):  # root in its own mount namespace: try to undo the view
+for root in ({str(ev.cache_dir)!r}, {str(ev._tmp_root)!r}):  # try to undo the view
     libc.mount(None, root.encode(), None, 32 | 4096, None)  # MS_REMOUNT | MS_BIND, without MS_RDONLY
     libc.umount2(root.encode(), 2)  # MNT_DETACH
 got = {{}}
@@ -374,31 +389,40 @@ for name, path in (("other_extension", {str(victim_ext / "victim.so")!r}),
         got[name] = "written"
     except OSError as exc:
         got[name] = exc.strerror
-json.dump(got, open({str(report)!r}, "w"))
+print("REPORT " + json.dumps(got))
 class ModelNew(nn.Module):
     def forward(self, x):
         return torch.relu(x)
 """
     r = ev.evaluate(src, RELU)
-    assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
-    got = json.loads(report.read_text())
-    assert got == {"other_extension": "Read-only file system", "other_work": "Read-only file system",
+    line = next(x for x in r.record.stdout_tail.splitlines() if x.startswith("REPORT "))
+    got = json.loads(line.removeprefix("REPORT "))
+    assert got == {"other_extension": "Permission denied", "other_work": "Permission denied",
                    "own_work": "written", "own_extensions": "written"}, got
     assert (victim_ext / "victim.so").read_bytes() == b"real extension"
     assert not (victim_work / "planted.txt").exists()
+    assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
 
 
-def test_a_setsid_double_fork_does_not_outlive_the_evaluation(ev, tmp_path):
-    marker = tmp_path / "alive.txt"
+def _processes_with(token: str) -> list[int]:
+    out = []
+    for pid in (p for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            if token.encode() in open(f"/proc/{pid}/cmdline", "rb").read():
+                out.append(int(pid))
+        except OSError:
+            pass
+    return out
+
+
+def test_a_setsid_double_fork_does_not_outlive_the_evaluation(ev):
+    token = f"{time.time_ns() % 10**9}.25"  # a sleep length no other process on the host asks for
     src = f"""
-import os, time, torch, torch.nn as nn
+import os, torch, torch.nn as nn
 if os.fork() == 0:
     os.setsid()
     if os.fork() == 0:
-        for _ in range(600):
-            with open({str(marker)!r}, "a") as f:
-                f.write("x")
-            time.sleep(0.1)
+        os.execv("/bin/sleep", ["sleep", {token!r}])
     os._exit(0)
 class ModelNew(nn.Module):
     def forward(self, x):
@@ -406,10 +430,8 @@ class ModelNew(nn.Module):
 """
     r = ev.evaluate(src, RELU)
     assert r.record.status == "ok"
-    assert marker.exists(), "the escapee never ran"
-    size = marker.stat().st_size
-    time.sleep(1.0)
-    assert marker.stat().st_size == size, "a descendant of the candidate outlived its evaluation"
+    time.sleep(0.5)
+    assert not _processes_with(token), "a descendant of the candidate outlived its evaluation"
 
 
 def test_killing_its_parent_is_the_candidates_runtime_error_and_the_evaluator_goes_on(ev):
@@ -839,3 +861,29 @@ def test_the_exact_reference_reaches_state_held_as_plain_tensor_attributes(tmp_p
                            problems_dir=tmp_path) as ev:
         r = ev.evaluate(candidate, "level3/35_LTSM")
     assert {p: v.verdict for p, v in r.results.items()} == {"naive": "correct", "verified": "correct"}, r.record.error
+
+
+def test_every_candidate_gets_its_own_seeds(ev):
+    """Verified seeds are drawn per candidate, not per problem: what one evaluation's hidden inputs were says nothing
+    about the next one's, even for the same source on the same judge (naive's are KernelBench's, public)."""
+    first, second = ev.evaluate(HONEST, RELU), ev.evaluate(HONEST, RELU)
+    for r in (first, second):
+        assert _verdicts(r) == ("correct", "correct"), r.results["verified"].reasons
+    seeds = [{t.seed for t in r.record.verified_trials} for r in (first, second)]
+    assert seeds[0] and seeds[1] and not seeds[0] & seeds[1], seeds
+
+
+def test_credentials_in_the_evaluators_environment_never_reach_candidate_code(ev, monkeypatch):
+    """A sweep runs with its API keys set: a candidate that printed them would put them into its record's stdout."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-for-candidates")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-for-candidates")
+    src = """
+import os, torch, torch.nn as nn
+print("REPORT", sorted(k for k, v in os.environ.items() if "not-for-candidates" in v))
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+    r = ev.evaluate(src, RELU)
+    assert "REPORT []" in r.record.stdout_tail, r.record.stdout_tail[-500:]
+    assert "not-for-candidates" not in r.record.stdout_tail

@@ -152,8 +152,9 @@ def skipped_plots(rep: Report) -> dict[str, str]:
     """Plots that would be empty, and why: they are not drawn (an empty chart reads as a result)."""
     out = {}
     if not any(_sol_values(rep, p.split("@")[0]) for p in rep.protocols):
-        out["sol_hist"] = ("no correct kernel has an SOL score: there is no speed-of-light bound on the CPU or "
-                           "on a GPU without datasheet peaks (harness/roofline_bound.py)")
+        out["sol_hist"] = ("no correct kernel has an SOL score: there is no speed-of-light bound on a GPU without "
+                           "datasheet peaks, nor in CPU records made before the host was measured "
+                           "(harness/roofline_bound.py)")
     return out
 
 

@@ -1,38 +1,33 @@
-"""Starting a child process that cannot take the evaluator down with it.
+"""Starting child processes: the judge (trusted) plainly, everything that runs candidate code inside the sandbox.
 
-Enforced: its own process group (killed as a whole on timeout), a wall-clock limit, a cap on file
-size (stdout spam, disk filling), a private working directory, stdout/stderr to files that are never
-parsed, and a network namespace without interfaces where the kernel allows it (root or user
-namespaces). Candidate processes also run contained (``harness.contain``: a pid namespace of their own,
-or a subreaper) under a host-memory cap on their whole process tree. Not enforced: read access to the
-filesystem, writes outside the working directory by path.
+Every child: its own session (killed as a group), a wall-clock limit, a cap on file size (stdout spam), no core
+files, stdout/stderr to files that are never parsed, and it dies with the thread that started it. A child started
+with a ``Policy`` runs inside bubblewrap (``harness.sandbox.policy``) under a seccomp filter
+(``harness.sandbox.seccomp``) and in a cgroup of its own (``harness.sandbox.cgroup``) that caps its whole tree's
+memory and processes; where no cgroup can be made, its resident memory is polled instead.
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import itertools
 import os
 import resource
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-CLONE_NEWNET = 0x40000000
-
-
-def _try_unshare_network() -> bool:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.unshare(CLONE_NEWNET) == 0
-    except Exception:  # noqa: BLE001
-        return False
-
+from .cgroup import Cgroup
+from .policy import Policy, command
+from .seccomp import filter_fd
 
 PR_SET_PDEATHSIG = 1
+DEFAULT_PIDS_MAX = 1024  # threads and processes of one sandbox (torch's pools and a compiler's jobs fit easily)
 
 
 def _die_with_parent() -> None:
@@ -46,9 +41,11 @@ def _die_with_parent() -> None:
         pass
 
 
-def _preexec(max_file_bytes: int, isolate_network: bool, niceness: int = 0, die_with_parent: bool = True,
-             read_only: tuple[list[str], list[str]] | None = None):
+def _preexec(max_file_bytes: int, niceness: int = 0, die_with_parent: bool = True, cgroup_procs: tuple[str, ...] = ()):
     def run() -> None:
+        for f in cgroup_procs:  # before exec: everything the sandbox starts is born inside the cgroup
+            with open(f, "w") as fh:
+                fh.write(str(os.getpid()))
         if die_with_parent:
             _die_with_parent()
         if niceness:
@@ -61,22 +58,10 @@ def _preexec(max_file_bytes: int, isolate_network: bool, niceness: int = 0, die_
                     f.write(str(niceness))
         resource.setrlimit(resource.RLIMIT_FSIZE, (max_file_bytes, max_file_bytes))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if isolate_network:
-            _try_unshare_network()
-        if read_only is not None:
-            _read_only_view(*read_only)
     return run
 
 
-def _read_only_view(read_only: list[str], writable: list[str]) -> None:
-    """A mount namespace of its own (no pid namespace: a detached PCH maker must outlive a build) in which
-    ``read_only`` folders are read-only but for ``writable`` ones (``harness.mounts``). Without the privilege
-    for it (not root) the folders stay as they are."""
-    from .mounts import drop_mount_capability, private_namespace, protect
-
-    if private_namespace():
-        protect(read_only, writable)
-        drop_mount_capability()  # or the candidate's import-time code could remount them writable
+_names = itertools.count()
 
 
 @dataclass
@@ -122,38 +107,56 @@ def kill_group(proc: subprocess.Popen) -> None:
 
 @dataclass
 class Child:
-    """A sandboxed child that is running (``spawn_module``); ``wait_child`` collects it."""
+    """A child that is running (``spawn_module``); ``wait_child`` collects it."""
 
     proc: subprocess.Popen
     out_path: Path
     err_path: Path
     started: float
+    cgroup: Cgroup | None = None  # a sandboxed child's limits; None: not sandboxed, or polled instead
+
+    def end(self) -> None:
+        """Kill what is left of it (its group, and its cgroup's processes) and collect it."""
+        kill_group(self.proc)
+        self.proc.wait()
+        if self.cgroup is not None:
+            self.cgroup.kill_all()
+            self.cgroup.remove()
 
 
 def spawn_module(module: str, args: list[str], *, cwd: Path, env: dict[str, str], max_file_bytes: int,
-                 isolate_network: bool = True, pass_fds: tuple[int, ...] = (), stdin_pipe: bool = False,
-                 niceness: int = 0, contain: bool = False, die_with_parent: bool = True,
-                 read_only: tuple[list[str], list[str]] | None = None) -> Child:
-    """Start ``python -m module args`` sandboxed and return at once. With ``stdin_pipe`` the parent
-    can write to its stdin (a pre-started worker waits there for its job). ``niceness`` lowers its
-    CPU priority (and its children's: compilers) below the evaluator's other processes. ``contain``
-    runs it through ``harness.contain`` (candidate code: its descendants end with it, it cannot reach
-    this process). ``read_only``: (folders, the writable ones under them) for a process that runs candidate
-    code uncontained (a build imports the candidate)."""
+                 pass_fds: tuple[int, ...] = (), stdin_pipe: bool = False, niceness: int = 0,
+                 die_with_parent: bool = True, sandbox: Policy | None = None, memory_cap: int | None = None,
+                 pids_max: int = DEFAULT_PIDS_MAX) -> Child:
+    """Start ``python -m module args`` and return at once; inside the sandbox ``sandbox`` describes when given (its
+    tree's memory capped at ``memory_cap`` bytes and ``pids_max`` tasks by a cgroup). With ``stdin_pipe`` the parent
+    can write to its stdin (a pre-started worker waits there for its job). ``niceness`` lowers its CPU priority (and
+    its children's: compilers) below the evaluator's other processes."""
     out_path, err_path = cwd / f"{module}.stdout", cwd / f"{module}.stderr"
     argv = [sys.executable, "-m", module, *args]
-    if contain:
-        argv = [sys.executable, "-m", "harness.contain", module, *args]
-        env = {**env, "KV_CONTAIN_NET": "1" if isolate_network else ""}
-        isolate_network = False  # the container makes the network namespace with the others
-    with out_path.open("wb") as out, err_path.open("wb") as err:  # the child keeps its own copies
-        proc = subprocess.Popen(
-            argv, cwd=cwd, env=env, stdout=out, stderr=err,
-            stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL, start_new_session=True,
-            pass_fds=pass_fds, preexec_fn=_preexec(max_file_bytes, isolate_network, niceness, die_with_parent,
-                                                   read_only),
-        )
-    return Child(proc, out_path, err_path, time.perf_counter())
+    cgroup, seccomp = None, None
+    if sandbox is not None:
+        seccomp = filter_fd()
+        argv = command(sandbox, argv, seccomp)
+        pass_fds = (*pass_fds, seccomp)
+        cgroup = Cgroup.create(f"{os.getpid()}-{next(_names)}-{threading.get_ident() % 10**6}",
+                               memory_cap or default_memory_limit(), pids_max)
+    try:
+        with out_path.open("wb") as out, err_path.open("wb") as err:  # the child keeps its own copies
+            proc = subprocess.Popen(
+                argv, cwd=cwd, env=env, stdout=out, stderr=err,
+                stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL, start_new_session=True,
+                pass_fds=pass_fds, preexec_fn=_preexec(max_file_bytes, niceness, die_with_parent,
+                                                       tuple(cgroup.procs_files()) if cgroup else ()),
+            )
+    except BaseException:
+        if cgroup is not None:
+            cgroup.remove()
+        raise
+    finally:
+        if seccomp is not None:
+            os.close(seccomp)
+    return Child(proc, out_path, err_path, time.perf_counter(), cgroup)
 
 
 def _children(pid: int) -> list[int]:
@@ -170,7 +173,7 @@ def _children(pid: int) -> list[int]:
 
 
 def tree_rss(pid: int) -> int:
-    """Resident bytes of ``pid`` and every descendant (orphans re-parented inside a contained tree included)."""
+    """Resident bytes of ``pid`` and every descendant."""
     total, seen, stack = 0, set(), [pid]
     page = os.sysconf("SC_PAGE_SIZE")
     while stack:
@@ -193,12 +196,13 @@ def default_memory_limit() -> int:
 def wait_child(child: Child, timeout_s: float, on_start=None, started: float | None = None,
                memory_cap: int | None = None) -> ChildResult:
     """Wait for ``child`` at most ``timeout_s`` from ``started`` (default: its start), then kill its
-    whole process group, whatever it left running. ``on_start(proc, deadline)`` may read pipes.
-    ``memory_cap``: stop the tree once its resident memory exceeds this many bytes."""
+    whole tree, whatever it left running. ``on_start(proc, deadline)`` may read pipes. ``memory_cap``: where the
+    child has no cgroup, stop the tree once its resident memory exceeds this many bytes (polled)."""
     proc = child.proc
     start = child.started if started is None else started
     timed_out = False
     exceeded = None
+    poll = memory_cap if child.cgroup is None else None
     try:
         if on_start is not None:
             on_start(proc, start + timeout_s)
@@ -206,19 +210,20 @@ def wait_child(child: Child, timeout_s: float, on_start=None, started: float | N
         while True:
             left = deadline - time.perf_counter()
             try:
-                proc.wait(timeout=max(0.01, min(0.2, left)) if memory_cap else max(0.1, left))
+                proc.wait(timeout=max(0.01, min(0.2, left)) if poll else max(0.1, left))
                 break
             except subprocess.TimeoutExpired:
                 if time.perf_counter() >= deadline:
                     raise
-                if memory_cap and (rss := tree_rss(proc.pid)) > memory_cap:
+                if poll and (rss := tree_rss(proc.pid)) > poll:
                     exceeded = rss
                     break
     except subprocess.TimeoutExpired:
         timed_out = True
     finally:
-        kill_group(proc)  # also reaps anything it forked into its group
-        proc.wait()
+        if child.cgroup is not None and child.cgroup.oom_killed():
+            exceeded = child.cgroup.peak_bytes() or memory_cap or 0
+        child.end()
         if proc.stdin is not None:
             with contextlib.suppress(OSError):
                 proc.stdin.close()
@@ -230,11 +235,9 @@ def wait_child(child: Child, timeout_s: float, on_start=None, started: float | N
 
 
 def run_module(module: str, args: list[str], *, cwd: Path, env: dict[str, str], timeout_s: float,
-               max_file_bytes: int, isolate_network: bool = True, pass_fds: tuple[int, ...] = (),
-               on_start=None, niceness: int = 0, contain: bool = False, memory_cap: int | None = None,
-               read_only: tuple[list[str], list[str]] | None = None) -> ChildResult:
-    """Run ``python -m module args`` sandboxed; ``on_start(proc)`` may read pipes while it runs."""
-    child = spawn_module(module, args, cwd=cwd, env=env, max_file_bytes=max_file_bytes,
-                         isolate_network=isolate_network, pass_fds=pass_fds, niceness=niceness, contain=contain,
-                         read_only=read_only)
+               max_file_bytes: int, pass_fds: tuple[int, ...] = (), on_start=None, niceness: int = 0,
+               sandbox: Policy | None = None, memory_cap: int | None = None) -> ChildResult:
+    """Run ``python -m module args`` (sandboxed as ``sandbox`` says); ``on_start(proc)`` may read pipes while it runs."""
+    child = spawn_module(module, args, cwd=cwd, env=env, max_file_bytes=max_file_bytes, pass_fds=pass_fds,
+                         niceness=niceness, sandbox=sandbox, memory_cap=memory_cap)
     return wait_child(child, timeout_s, on_start, memory_cap=memory_cap)

@@ -1,0 +1,129 @@
+"""A kernel-enforced memory and process limit for one sandbox's whole process tree (cgroup v2, or v1's memory and
+pids controllers).
+
+The memory limit counts what the tree's processes map and the shared memory and page cache they dirty (a file in the
+sandbox's ``/dev/shm`` or ``/tmp`` tmpfs included), so nothing a candidate allocates escapes it; swap is not allowed
+past it. The pids limit bounds threads and processes together (a fork bomb ends at it). ``Cgroup.create`` returns
+None where the hierarchy is not writable (an unprivileged evaluator): the launcher then falls back to polling the
+tree's resident memory, and the record of the evaluation says which one held.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import time
+from pathlib import Path
+
+ROOT = Path("/sys/fs/cgroup")
+GROUP = "kernelverify"
+
+
+def _write(path: Path, text: str) -> bool:
+    try:
+        path.write_text(text)
+        return True
+    except OSError:
+        return False
+
+
+def _read_int(path: Path, key: str | None = None) -> int | None:
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    if key is None:
+        text = text.strip()
+        return int(text) if text.isdigit() else None
+    for line in text.splitlines():
+        k, _, v = line.partition(" ")
+        if k == key and v.strip().isdigit():
+            return int(v)
+    return None
+
+
+class Cgroup:
+    """One sandbox's cgroup (one folder per controller on v1, one on v2)."""
+
+    def __init__(self, dirs: dict[str, Path], v2: bool) -> None:
+        self.dirs, self.v2 = dirs, v2
+
+    @classmethod
+    def create(cls, name: str, memory_bytes: int, pids_max: int) -> Cgroup | None:
+        if (ROOT / "cgroup.controllers").exists():
+            parent = ROOT / GROUP
+            with contextlib.suppress(OSError):
+                parent.mkdir(exist_ok=True)
+            _write(parent / "cgroup.subtree_control", "+memory +pids")
+            d = parent / name
+            try:
+                d.mkdir()
+            except OSError:
+                return None
+            ok = _write(d / "memory.max", str(memory_bytes)) and _write(d / "pids.max", str(pids_max))
+            _write(d / "memory.swap.max", "0")
+            cg = cls({"memory": d, "pids": d}, True)
+        else:
+            dirs = {}
+            for ctl in ("memory", "pids"):
+                d = ROOT / ctl / GROUP / name
+                try:
+                    d.mkdir(parents=True)
+                except OSError:
+                    break
+                dirs[ctl] = d
+            cg = cls(dirs, False)
+            ok = len(dirs) == 2 and _write(dirs["memory"] / "memory.limit_in_bytes", str(memory_bytes)) \
+                and _write(dirs["pids"] / "pids.max", str(pids_max))
+            if ok:  # swap counted with memory where the kernel accounts it
+                _write(dirs["memory"] / "memory.memsw.limit_in_bytes", str(memory_bytes))
+        if not ok:
+            cg.remove()
+            return None
+        return cg
+
+    def procs_files(self) -> list[str]:
+        """The files a new process writes its pid into (in the child, before it execs the sandbox)."""
+        return [str(d / "cgroup.procs") for d in {str(d): d for d in self.dirs.values()}.values()]
+
+    def peak_bytes(self) -> int | None:
+        d = self.dirs["memory"]
+        return _read_int(d / "memory.peak") if self.v2 else _read_int(d / "memory.max_usage_in_bytes")
+
+    def oom_killed(self) -> bool:
+        """Whether the kernel killed a process of the tree for exceeding the memory limit."""
+        d = self.dirs["memory"]
+        events = d / ("memory.events" if self.v2 else "memory.oom_control")
+        return bool(_read_int(events, "oom_kill"))
+
+    def pids(self) -> list[int]:
+        out: set[int] = set()
+        for f in self.procs_files():
+            with contextlib.suppress(OSError, ValueError):
+                out.update(int(x) for x in Path(f).read_text().split())
+        return sorted(out)
+
+    def kill_all(self) -> None:
+        """SIGKILL whatever is left (the pid namespace already ended the sandbox's tree; this is the second lock)."""
+        if self.v2 and _write(self.dirs["pids"] / "cgroup.kill", "1"):
+            return
+        for _ in range(50):
+            left = self.pids()
+            if not left:
+                return
+            for pid in left:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.01)
+
+    def remove(self) -> None:
+        for d in self.dirs.values():
+            for _ in range(100):
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:  # processes still being torn down
+                    time.sleep(0.01)
