@@ -89,7 +89,7 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="kv-handover-"))
     own(work, UID_BASE)
     proc = spawn_module("benchmarks.device_handover", ["--child", str(theirs.fileno())], cwd=work,
-                        env={**os.environ, "PYTHONPATH": str(ROOT)}, max_file_bytes=2**30, pass_fds=(theirs.fileno(),),
+                        env={**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}, max_file_bytes=2**30, pass_fds=(theirs.fileno(),),
                         sandbox=Policy(work=work, uid=UID_BASE, gpu=True))
     theirs.close()
     conn = Conn(ours)

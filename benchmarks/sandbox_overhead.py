@@ -31,7 +31,8 @@ CHILD_CUDA = CHILD + "; torch.cuda.init(); torch.ones(1, device='cuda').sum().it
 def start(code: str, work: Path, sandbox: Policy | None) -> float:
     t0 = time.perf_counter()
     (work / "kv_overhead_child.py").write_text(code)
-    child = spawn_module("kv_overhead_child", [], cwd=work, env={**os.environ, "PYTHONPATH": f"{work}:{ROOT}"},
+    child = spawn_module("kv_overhead_child", [], cwd=work, env={**os.environ, "PYTHONPATH": os.pathsep.join(
+                             filter(None, [str(work), str(ROOT), os.environ.get("PYTHONPATH")]))},
                          max_file_bytes=2**30, sandbox=sandbox)
     res = wait_child(child, 300)
     if res.returncode != 0:

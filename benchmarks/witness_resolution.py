@@ -11,9 +11,13 @@ the credited verified kernel time, and the smallest ratio caught. Ratio 1.0 is t
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 
-import harness
-from harness import EvalSettings
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import harness  # noqa: E402
+from harness import EvalSettings  # noqa: E402
 
 SOURCE = '''
 import sys, time, torch, torch.nn as nn

@@ -38,6 +38,7 @@ from problems.domains import Domain
 from problems.module import exec_source, forward_arg_names
 
 from . import messages as M
+from .clock_peer import PeerLink
 from .compare import error_stats, unread_stats
 from .device import Clock, DeviceOps
 from .device_buffer import DeviceBufferError, emulated
@@ -252,6 +253,7 @@ class Judge:
         self.reference_precision = "float64"
         self.rng = random.SystemRandom()
         self._echo: Conn | None = None  # the judge's own peer for timing a message round trip
+        self.peer: PeerLink | None = None  # the calibration peer (harness.clock_peer), when the runner started one
         self.compiled: Any = None
         self.compile_seconds: float | None = None
         self.compile_error: str | None = None
@@ -477,6 +479,7 @@ class Session:
         self.naive_reported_ms: list[float] = []
         self.like: dict = {}  # the expected output's size and dtype: what the pre-call work poisons
         self._cal_out: torch.Tensor | None = None  # what the calibration hands over in place of an output
+        self.calibrated_by: set[str] = set()  # 'peer' and/or 'judge': where the calibration samples came from
         self.protocol_error: str | None = None
         self.timing_started: float | None = None
         self.reported_kernel_ms: list[float] = []
@@ -853,9 +856,16 @@ class Session:
 
     def _calibrate(self) -> float:
         """One sample, here and now (the candidate process waits for the reply), of everything in a timed call's
-        interval besides the kernel: a message round trip, the timer around nothing (with its launch hold) and the
-        hand-over of an output of the expected size."""
+        interval besides the kernel. From the calibration peer where there is one (a timed call without the kernel,
+        made by a process placed as the candidate's is); else here: a message round trip, the timer around nothing
+        (with its launch hold) and the hand-over of an output of the expected size."""
         j = self.j
+        if j.peer is not None:
+            ms = j.peer.sample(self.like)
+            if ms is not None:
+                self.calibrated_by.add("peer")
+                return ms
+        self.calibrated_by.add("judge")
         j.ops.flush_l2()  # as cold as the candidate process is after its pre-call flush
         j.ops.sync()
         rt = j.round_trip_ms()
@@ -909,13 +919,17 @@ class Session:
             intervals = [i for i, _ in self.calls]
             floor = timing_floor(intervals, [r for _, r in self.calls], self.calibration_ms, cuda=self.j.ops.is_cuda)
             floor["interval_median_ms"] = statistics.median(intervals)
+            floor["calibrated_by"] = "+".join(sorted(self.calibrated_by))
+            if self.j.peer is not None and self.j.peer.failure:
+                floor["peer_failure"] = self.j.peer.failure
             self.witness = floor
             if not floor["ok"]:
                 problems.append(
                     f"judge's clock: {floor['interval_median_ms']:.4g} ms per timed call (median), of which "
                     f"{floor['overhead_ms']:.4g} ms are the timer's and the hand-over's own work as measured here; "
                     f"the candidate process reported {floor['reported_median_ms']:.4g} ms, leaving {floor['hidden_ms']:.4g}"
-                    f" ms unexplained (allowed {floor['witness_slack_ms']:.3g} ms)")
+                    f" ms unexplained (allowed {floor['witness_slack_ms']:.3g} ms; calibrated by "
+                    f"{floor['calibrated_by']})")
         # The naive loop stays timed as KernelBench published it (the candidate process's own timer): its bracket on
         # this clock is evidence only. Verified's credit meets the naive speedup only as a ceiling, never above its
         # own judge-clocked estimate (harness.protocols), so a forged naive time cannot raise it; and a loop of
@@ -928,7 +942,8 @@ class Session:
         self.guards.append(outcome("timing_witness", not problems, detail="; ".join(problems) if problems else
                                    f"judge's clock {w['interval_median_ms']:.4g} ms per timed call, reported "
                                    f"{w['reported_median_ms']:.4g} ms + {w['overhead_ms']:.4g} ms overhead, "
-                                   f"{w['hidden_ms']:.3g} ms unexplained (credited {w['credited_ms']:.4g} ms); naive "
+                                   f"{w['hidden_ms']:.3g} ms unexplained (credited {w['credited_ms']:.4g} ms; calibrated "
+                                   f"by {w['calibrated_by']}); naive "
                                    f"loop: at least {n.get('floor_ms', 0):.4g} ms per trial, reported "
                                    f"{n.get('reported_mean_ms', 0):.4g} ms" if w else ""))
 
@@ -971,7 +986,7 @@ class Session:
         }
 
 
-def main(control_fd: int) -> int:
+def main(control_fd: int, peer_fd: int | None = None) -> int:
     _not_dumpable()
     conn = Conn.from_fd(control_fd)
     kind, payload = conn.recv()
@@ -981,11 +996,19 @@ def main(control_fd: int) -> int:
     torch.set_grad_enabled(False)
     if (threads := job.settings.torch_threads(job.device)) is not None:
         torch.set_num_threads(threads)
+    peer = None
+    if peer_fd is not None:  # told first: it starts its device while the references are computed here
+        st, cuda = job.settings, job.device != "cpu"
+        peer = PeerLink(peer_fd, {"device": job.device,
+                                  "lead_us": st.verified_launch_lead_us if cuda and DeviceOps.spin_available() else 0.0,
+                                  "handover": "device" if st.device_handover and cuda else "host",
+                                  "pin": st.pin_shared_memory and cuda})
     try:
         judge = Judge(job)
     except Exception as exc:  # noqa: BLE001
         conn.send("failed", f"reference for {job.problem_id} failed: {exc!r}"[:4000])
         return 1
+    judge.peer = peer
     conn.send("ready", {"environment": environment(job.device)})
     while True:
         try:
@@ -1006,4 +1029,4 @@ def main(control_fd: int) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(int(sys.argv[1])))
+    sys.exit(main(int(sys.argv[1]), int(sys.argv[2]) if len(sys.argv) > 2 else None))

@@ -235,11 +235,22 @@ class _Spare(NamedTuple):
         shutil.rmtree(self.slot.work, ignore_errors=True)
 
 
+def _end_child(helper: tuple[Child, Path]) -> None:
+    """End a helper process of the harness's own (the clock peer) and delete its folder."""
+    child, work = helper
+    with contextlib.suppress(Exception):
+        child.proc.wait(timeout=5)
+    child.end()
+    shutil.rmtree(work, ignore_errors=True)
+
+
 class _JudgeHandle:
     """A running judge (``harness.judge``) for one problem: its process and the control connection."""
 
-    def __init__(self, problem_id: str, child: Child, conn: Conn, environment: dict, work: Path) -> None:
+    def __init__(self, problem_id: str, child: Child, conn: Conn, environment: dict, work: Path,
+                 peer: tuple[Child, Path] | None = None) -> None:
         self.problem_id, self.child, self.conn, self.environment, self.work = problem_id, child, conn, environment, work
+        self.peer = peer  # its calibration peer (harness.clock_peer), ended with it
         self.lock = threading.Lock()
 
     def alive(self) -> bool:
@@ -255,6 +266,8 @@ class _JudgeHandle:
         kill_group(self.child.proc)
         self.child.proc.wait()
         self.conn.close()
+        if self.peer is not None:  # it ends by itself once the judge is gone; this collects it
+            _end_child(self.peer)
         shutil.rmtree(self.work, ignore_errors=True)
 
 
@@ -477,19 +490,46 @@ class Evaluator:
         return {"fresh_seeds": [secrets.randbelow(2**31 - 1) for _ in range(n_seeds)],
                 "perturb_seed": secrets.randbelow(2**31 - 1)}
 
+    def _start_clock_peer(self) -> tuple[tuple[Child, Path], socket.socket]:
+        """The judge's calibration peer (``harness.clock_peer``), sandboxed as a candidate's evaluation is, on the same
+        device; returns it and the socket end the judge gets. Its folder is deleted with it."""
+        work = Path(tempfile.mkdtemp(prefix="clock-peer-", dir=self._tmp_root))
+        ours, theirs = socket.socketpair()
+        try:
+            child = spawn_module("harness.clock_peer", [str(theirs.fileno())], cwd=work,
+                                 env=_sandboxed_env(self.device, self.gpu_index, work), max_file_bytes=2**30,
+                                 pass_fds=(theirs.fileno(),), die_with_parent=False, sandbox=self._policy(work))
+        except BaseException:
+            ours.close()
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        finally:
+            theirs.close()
+        return (child, work), ours
+
     def _start_judge(self, problem: P.Problem) -> _JudgeHandle:
         job = self._base_job(problem).model_copy(update=self._fresh_seeds())
         work = Path(tempfile.mkdtemp(prefix="judge-", dir=self._tmp_root))
         mine, theirs = socket.socketpair()
+        peer_args, peer_fds, peer = [], [], None
         try:
+            if self.settings.calibration_peer(self.device):
+                peer, judge_end = self._start_clock_peer()
+                peer_args, peer_fds = [str(judge_end.fileno())], [judge_end]
             # Not tied to the starting thread's life (PR_SET_PDEATHSIG would end it with a pool thread):
             # it ends when its control connection closes, which the kernel does when this process dies.
-            child = spawn_module("harness.judge", [str(theirs.fileno())], cwd=work,
+            child = spawn_module("harness.judge", [str(theirs.fileno()), *peer_args], cwd=work,
                                  env=_child_env(self.cache_dir / "extensions" / "_reference", self.device, self.gpu_index),
                                  max_file_bytes=2**40,  # its shared buffer grows past 2 GiB
-                                 pass_fds=(theirs.fileno(),), die_with_parent=False)
+                                 pass_fds=(theirs.fileno(), *(f.fileno() for f in peer_fds)), die_with_parent=False)
+        except BaseException:
+            if peer is not None:
+                _end_child(peer)
+            raise
         finally:
             theirs.close()
+            for f in peer_fds:
+                f.close()
         conn = Conn(mine)
         try:
             conn.send("job", job.model_dump(mode="json"))
@@ -500,10 +540,12 @@ class Evaluator:
             kill_group(child.proc)
             child.proc.wait()
             conn.close()
+            if peer is not None:
+                _end_child(peer)
             err = tail(child.err_path, 2000)
             shutil.rmtree(work, ignore_errors=True)
             raise RuntimeError(f"reference for {problem.id} failed: {payload or ''} {err}".strip())
-        return _JudgeHandle(problem.id, child, conn, (payload or {}).get("environment") or {}, work)
+        return _JudgeHandle(problem.id, child, conn, (payload or {}).get("environment") or {}, work, peer)
 
     def prepare(self, problem_id: str) -> bool:
         """Compute (or find) a problem's reference outputs now, so a later ``evaluate`` of it skips that

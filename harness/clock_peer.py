@@ -1,0 +1,128 @@
+"""The judge's calibration peer: a timed call with everything but the kernel, from where a candidate stands.
+
+The judge's clock (``harness.judge``, ``timing_floor``) subtracts from each timed call's interval its own
+calibration of everything in it besides the kernel. Measured inside the judge, that calibration misses what only a
+second process pays: on the H200, a timed call's exchange cost a sandboxed child ~0.2 ms more than a thread of the
+judge's (benchmarks/results/h200_witness_overhead_peers.md), which the witness took for hidden kernel time and called
+every honest small kernel a `hack`. This process is the harness's own code, started beside each judge in a sandbox
+of the same kind as a candidate's (``harness.sandbox``: own pid namespace, dropped uid, seccomp) and on the same
+device. Per calibration sample it does what the worker does around a timed call (``harness.worker``: the pre-call
+work, 'go', the timer with its launch hold, the hand-over of an output of the expected size through a buffer of the
+judge's kind, a sync, the report), with no kernel; the judge times the exchange exactly as it times the candidate's.
+No candidate code ever runs here, and no candidate process can see it.
+
+    python -m harness.clock_peer FD      (FD: a socket to the judge; the first message says device and buffer kind)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import time
+
+import torch
+
+from .device import Clock, DeviceOps
+from .device_buffer import DeviceBufferError
+from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer
+from .wire import Conn, WireError
+
+
+def serve(conn: Conn) -> int:
+    # the worker's own pre-call work; imported here, not by the judge, which imports this module for PeerLink
+    from .worker import _pre_call
+
+    kind, setup = conn.recv(timeout=600)
+    if kind != "setup":
+        return 2
+    device, lead_us = str(setup["device"]), float(setup["lead_us"])
+    torch.set_grad_enabled(False)
+    ops = DeviceOps(device)
+    clock = Clock(ops)
+    buf: SharedBuffer | None = None
+    if setup.get("handover") == "device":
+        with contextlib.suppress(DeviceBufferError):  # as the judge's own buffer: host memory where the driver refuses
+            buf = DeviceSharedBuffer.create()
+    if buf is None:
+        buf = SharedBuffer.create(pin=bool(setup.get("pin")))
+    if lead_us > 0:
+        ops.hold(1.0)  # the spin rate is measured now, not inside the first sample
+    ops.sync()
+    conn.send("ready", {})
+    out: torch.Tensor | None = None
+    while True:
+        try:
+            kind, p = conn.recv()
+        except WireError:  # the judge is gone
+            return 0
+        if kind == "close":
+            return 0
+        like = p.get("like") or {}
+        numel, dtype = int(like.get("numel", 0)), DTYPES.get(str(like.get("dtype")), torch.float32)
+        if out is None or out.numel() != numel or out.dtype != dtype:
+            # a float64 expected value is handed over as float32, as the candidate must return it
+            out = torch.zeros(numel, dtype=torch.float32 if dtype == torch.float64 else dtype, device=device)
+            buf.ensure(max(1, out.numel() * out.element_size()))
+        _pre_call(ops, like, 0)
+        conn.send("go", {})
+        conn.recv(timeout=60)
+        clock.interval(lambda: None, sync_before_end=False, lead_us=lead_us)
+        buf.write(out, 0)
+        ops.sync()
+        conn.send("called", {})
+
+
+class PeerLink:
+    """The judge's side: one calibration sample per ``sample`` call, timed as the judge times a candidate's call
+    (from its 'go' reply to the arrival of the report). None once the peer has failed (the judge then calibrates in
+    its own process, and the witness says which it used)."""
+
+    def __init__(self, fd: int, setup: dict, ready_timeout_s: float = 300.0) -> None:
+        self.conn: Conn | None = Conn.from_fd(fd)
+        self.ready_timeout_s = ready_timeout_s
+        self.ready = False
+        self.failure: str | None = None
+        try:
+            self.conn.send("setup", setup)
+        except WireError as exc:
+            self._fail(f"setup: {exc}")
+
+    def _fail(self, why: str) -> None:
+        self.failure = self.failure or why
+        if self.conn is not None:
+            self.conn.close()
+        self.conn = None
+
+    def sample(self, like: dict) -> float | None:
+        if self.conn is None:
+            return None
+        try:
+            if not self.ready:
+                kind, _ = self.conn.recv(timeout=self.ready_timeout_s)
+                if kind != "ready":
+                    raise WireError(f"said {kind!r} instead of ready")
+                self.ready = True
+            self.conn.send("next", {"like": like})
+            self.conn.recv(timeout=60)  # its 'go'
+            t0 = time.perf_counter()
+            self.conn.send("go", {})
+            self.conn.recv(timeout=60)
+            return (time.perf_counter() - t0) * 1e3
+        except (WireError, OSError) as exc:
+            self._fail(str(exc)[:300])
+            return None
+
+    def close(self) -> None:
+        if self.conn is not None:
+            with contextlib.suppress(WireError, OSError):
+                self.conn.send("close", {})
+            self.conn.close()
+            self.conn = None
+
+
+def main(fd: int) -> int:
+    return serve(Conn.from_fd(fd))
+
+
+if __name__ == "__main__":
+    sys.exit(main(int(sys.argv[1])))

@@ -1,0 +1,90 @@
+"""Issue 30: the judge's clock calibrates through a peer placed as the candidate is (harness.clock_peer). On the H200
+the judge's in-process calibration missed what a second process and a second CUDA context cost, and every honest
+small kernel came out `hack` (benchmarks/results/h200_witness_honest_before.md); the peer's exchange carries those
+costs. On a CPU the peer is optional (witness_calibration='peer'); these tests run it there."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import threading
+from pathlib import Path
+
+import harness
+from harness import EvalSettings
+from harness.clock_peer import PeerLink, serve
+from harness.wire import Conn
+
+ROOT = Path(__file__).resolve().parents[1]
+HONEST = (ROOT / "agents" / "demo_kernels" / "cpu" / "l1_19_relu_t2.py").read_text()
+# A ReLU behind 3 ms of host work with the evaluator's clock forged to read a tenth of the real time (as in
+# benchmarks/witness_resolution): far enough beyond the peer's noise on a loaded 2-core host to be caught every time.
+FORGED = '''
+import sys, time, types, torch, torch.nn as nn
+
+def _forged(self, fn, *, sync_before_end, lead_us=0.0):
+    ms, out = _real(self, fn, sync_before_end=sync_before_end, lead_us=lead_us)
+    return ms / 10, out
+
+_clock = sys.modules["harness.device"].Clock
+_real = types.FunctionType(_clock.interval.__code__, _clock.interval.__globals__)
+_real.__kwdefaults__ = _clock.interval.__kwdefaults__
+_clock.interval.__code__ = _forged.__code__
+_clock.interval.__globals__.update(_real=_real)
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        t0 = time.perf_counter()
+        while time.perf_counter() - t0 < 3e-3:
+            pass
+        return torch.relu(x)
+'''
+SETTINGS = EvalSettings(naive_timing_trials=20, verified_min_iters=10, verified_max_iters=30,
+                        verified_seconds_per_subject=0.5, cpu_threads=1, witness_calibration="peer")
+
+
+def _peer_pair() -> tuple[PeerLink, threading.Thread]:
+    judge_end, peer_end = socket.socketpair()
+    th = threading.Thread(target=serve, args=(Conn(peer_end),), daemon=True)
+    th.start()
+    link = PeerLink(judge_end.detach(), {"device": "cpu", "lead_us": 0.0, "handover": "host", "pin": False})
+    return link, th
+
+
+def test_a_peer_sample_is_one_kernel_less_timed_call_and_the_peer_ends_with_its_judge():
+    link, th = _peer_pair()
+    samples = [link.sample({"numel": 4096, "dtype": "float32"}) for _ in range(5)]
+    assert link.failure is None and all(s is not None and 0 < s < 1000 for s in samples)
+    # a float64 expected value: the peer hands over float32, as a candidate must
+    assert link.sample({"numel": 16, "dtype": "float64"}) is not None
+    link.close()
+    th.join(timeout=10)
+    assert not th.is_alive()
+
+
+def test_a_peer_that_is_gone_leaves_no_sample_and_says_why():
+    judge_end, peer_end = socket.socketpair()
+    peer_end.close()
+    link = PeerLink(judge_end.detach(), {"device": "cpu", "lead_us": 0.0, "handover": "host"}, ready_timeout_s=5)
+    assert link.sample({"numel": 4, "dtype": "float32"}) is None and link.failure
+    assert link.sample({"numel": 4, "dtype": "float32"}) is None  # and stays gone: the judge calibrates itself
+
+
+def _peers_running() -> int:
+    out = subprocess.run(["pgrep", "-f", "harness.clock_peer"], capture_output=True, text=True).stdout
+    return len(out.split())
+
+
+def test_peer_calibrated_witness_credits_an_honest_kernel_and_catches_a_forged_clock():
+    before = _peers_running()
+    with harness.Evaluator("cpu", "small", settings=SETTINGS) as ev:
+        honest = ev.evaluate(HONEST, "level1/19_ReLU")
+        forged = ev.evaluate(FORGED, "level1/19_ReLU")
+        assert _peers_running() > before  # beside the problem's judge (its sandbox's processes match too)
+    g = honest.record.guard("timing_witness")
+    assert g.passed and "calibrated by peer" in g.detail, g.detail
+    assert honest.results["verified"].verdict == "correct"
+    g = forged.record.guard("timing_witness")
+    assert not g.passed and "calibrated by peer" in g.detail, g.detail
+    assert forged.results["verified"].verdict == "hack"
+    assert _peers_running() == before  # ended with the evaluator
