@@ -1,15 +1,17 @@
 """The judge's calibration peer: a timed call with everything but the kernel, from where a candidate stands.
 
-The judge's clock (``harness.judge``, ``timing_floor``) subtracts from each timed call's interval its own
-calibration of everything in it besides the kernel. Measured inside the judge, that calibration misses what only a
-second process pays: on the H200, a timed call's exchange cost a sandboxed child ~0.2 ms more than a thread of the
-judge's (benchmarks/results/h200_witness_overhead_peers.md), which the witness took for hidden kernel time and called
-every honest small kernel a `hack`. This process is the harness's own code, started beside each judge in a sandbox
-of the same kind as a candidate's (``harness.sandbox``: own pid namespace, dropped uid, seccomp) and on the same
-device. Per calibration sample it does what the worker does around a timed call (``harness.worker``: the pre-call
-work, 'go', the timer with its launch hold, the hand-over of an output of the expected size through a buffer of the
-judge's kind, a sync, the report), with no kernel; the judge times the exchange exactly as it times the candidate's.
-No candidate code ever runs here, and no candidate process can see it.
+The judge's clock (``harness.judge``, ``timing_floor``) subtracts from each timed call's interval a calibration of
+everything in it besides the kernel. Made inside the judge, that calibration misses what only a second process pays:
+on the H200 a sandboxed child's kernel-less exchange cost ~0.15 ms more than a thread's when the judge had used the
+GPU last (a second CUDA context; benchmarks/results/h200_witness_overhead_peers.md, h200_witness_overhead.md). This
+process is the harness's own code, started beside a judge in a sandbox of the same kind as a candidate's
+(``harness.sandbox``: own pid namespace, dropped uid, seccomp) on the same device. Per calibration sample it does what
+the worker does around a timed call (``harness.worker``: the pre-call work, 'go', the timer with its launch hold, the
+hand-over of an output of the expected size through a buffer of the judge's kind, a sync, the report), with no
+kernel; the judge times the exchange exactly as it times the candidate's. No candidate code ever runs here, and no
+candidate process can see it. Opt-in (``EvalSettings.witness_calibration='peer'``): with the worker's pre-call work
+before 'go', the context switch falls outside the interval, and on the H200 the peer calibrated honest small kernels'
+calls as the judge does (h200_witness_honest_peer.md).
 
     python -m harness.clock_peer FD      (FD: a socket to the judge; the first message says device and buffer kind)
 """

@@ -32,11 +32,12 @@ class EvalSettings(BaseModel):
         200.0, ge=0, description="on a GPU, a device-side hold of this many microseconds queued before each verified "
                                  "start event, so the host's launch latency (it varied by process) stays out of the "
                                  "interval; host time beyond it still counts. 0: start on an idle device, as KernelBench")
-    witness_calibration: Literal["auto", "peer", "judge"] = Field(
-        "auto", description="where the judge's clock calibrates what a timed call costs besides the kernel: 'peer', "
+    witness_calibration: Literal["judge", "peer"] = Field(
+        "judge", description="where the judge's clock calibrates what a timed call costs besides the kernel: 'peer', "
                             "a sandboxed process of the harness's own that does a timed call without the kernel "
                             "(harness.clock_peer: a second process and, on a GPU, a second context, as the candidate "
-                            "is); 'judge', in the judge's own process; 'auto': the peer on a GPU, the judge on a CPU")
+                            "is); 'judge' (default), in the judge's own process: on the H200 both calibrated a small "
+                            "kernel's call alike (0.40-0.53 ms), and the peer holds a CUDA context per judge")
     timing_input_sets: int = Field(3, description="rotating input sets for verified timing (distinct pointers)")
     expected_bytes_budget: int = Field(
         24 * 2**30, description="host memory a judge keeps expected outputs in, per problem (and at most a fifth of "
@@ -107,10 +108,6 @@ class EvalSettings(BaseModel):
         2, ge=1, description="how many pre-started candidate processes wait at once (prespawn_worker). On the H200 host "
                              "one spare took ~8 s to import torch while a full-size evaluation took ~4 s, so 24 of 57 "
                              "candidates waited 3.7-8.4 s for it (h200_full_size_sweep_2.json, 'candidates')")
-
-    def calibration_peer(self, device: str) -> bool:
-        """Whether the judge's clock calibrates with ``harness.clock_peer`` on ``device``."""
-        return self.witness_calibration == "peer" or (self.witness_calibration == "auto" and device != "cpu")
 
     def torch_threads(self, device: str) -> int | None:
         """The intra-op thread count to set, or None to leave torch's default. On a CPU one thread: on a loaded

@@ -71,10 +71,15 @@ PR_SET_DUMPABLE = 4
 # share of the reported time and a multiple of the calibration's own spread (measured per evaluation);
 # benchmarks/witness_resolution.py measures what they let through. The credit is what keeps the number honest; the
 # witness (a `hack` verdict) is kept for what noise cannot explain (an under-report of a third or more): on a loaded
-# 2-core host, honest sub-millisecond kernels showed up to ~0.2 ms hidden in every call of an evaluation.
-CREDIT_SLACK_MS = {"cpu": 0.02, "cuda": 0.005}
+# 2-core host, honest sub-millisecond kernels showed up to ~0.2 ms hidden in every call of an evaluation. On the
+# H200, every honest small-size demo kernel's calls showed 0.21-0.47 ms hidden, whether the calibration was made here
+# or by a peer placed as the candidate is (h200_witness_honest_before.md, h200_witness_honest_peer.md); where that
+# time goes is not found yet (a kernel-less copy of the worker's timed call accounts for ~0.43 ms of its ~0.9 ms:
+# h200_witness_overhead.md). Until it is, the GPU's absolute allowances cover it: an honest kernel is neither
+# charged for it nor called `hack`, and a forged clock can hide up to the credit allowance per call.
+CREDIT_SLACK_MS = {"cpu": 0.02, "cuda": 0.6}
 CREDIT_SLACK_REL = 0.03
-WITNESS_SLACK_MS = {"cpu": 0.25, "cuda": 0.05}
+WITNESS_SLACK_MS = {"cpu": 0.25, "cuda": 0.75}
 WITNESS_SLACK_REL = 0.5
 SPREAD_FACTOR = 1.0
 QUANTILE = 0.1  # a low quantile (the least of fewer than ten): scheduler delays only ever add time, to the calls and to the calibration alike

@@ -513,7 +513,7 @@ class Evaluator:
         mine, theirs = socket.socketpair()
         peer_args, peer_fds, peer = [], [], None
         try:
-            if self.settings.calibration_peer(self.device):
+            if self.settings.witness_calibration == "peer":
                 peer, judge_end = self._start_clock_peer()
                 peer_args, peer_fds = [str(judge_end.fileno())], [judge_end]
             # Not tied to the starting thread's life (PR_SET_PDEATHSIG would end it with a pool thread):

@@ -1,7 +1,6 @@
-"""Issue 30: the judge's clock calibrates through a peer placed as the candidate is (harness.clock_peer). On the H200
-the judge's in-process calibration missed what a second process and a second CUDA context cost, and every honest
-small kernel came out `hack` (benchmarks/results/h200_witness_honest_before.md); the peer's exchange carries those
-costs. On a CPU the peer is optional (witness_calibration='peer'); these tests run it there."""
+"""Issue 30: the judge's clock can calibrate through a peer placed as the candidate is (harness.clock_peer,
+EvalSettings.witness_calibration='peer'): a sandboxed process of the harness's own that makes a timed call without
+the kernel, so a second process and a second device context are in the calibration. These tests run it on a CPU."""
 
 from __future__ import annotations
 

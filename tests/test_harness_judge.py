@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import statistics
 import time
 from pathlib import Path
 
@@ -263,6 +264,23 @@ def test_witness_floor_credits_honest_reports_as_they_are_and_forged_ones_at_the
     slight = [r / 1.5 for r in honest]
     w = timing_floor([0.6 + r + d for r, d in zip(honest, delays, strict=True)], slight, cal, cuda=False)
     assert w["credited_ms"] >= 1.0 - w["credit_slack_ms"] - 0.02
+
+
+def test_gpu_witness_passes_the_h200s_honest_small_kernels_and_catches_a_gross_forgery():
+    # An honest small ReLU on the H200 as recorded (h200_witness_honest_peer.md): 0.006 ms reported, calibration
+    # ~0.43 ms, calls of ~0.9 ms: 0.47 ms unexplained in the worst kernel. Neither charged nor called hack.
+    reported = [0.0094 + 0.0002 * (k % 3) for k in range(30)]
+    cal = [0.465 + 0.01 * (k % 4) for k in range(60)]
+    intervals = [0.465 + 0.471 + r + 0.02 * (k % 5) for k, r in enumerate(reported)]
+    w = timing_floor(intervals, reported, cal, cuda=True)
+    assert w["ok"] and w["credited_ms"] == pytest.approx(statistics.median(reported))
+    # A 5 ms kernel whose clock reads a tenth of that: caught, and credited near the judge's clock.
+    real = [5.0 + 0.01 * (k % 3) for k in range(30)]
+    w = timing_floor([0.47 + r for r in real], [r / 10 for r in real], cal, cuda=True)
+    assert not w["ok"] and w["credited_ms"] > 4.0
+    # What the GPU's allowance lets a forged clock hide per call is the credit allowance, no more.
+    w = timing_floor([0.47 + r for r in real], [r - 0.9 for r in real], cal, cuda=True)
+    assert w["credited_ms"] >= 5.0 - w["credit_slack_ms"] - 0.02
 
 
 def test_naive_floor_bounds_the_mean_by_the_loops_interval():
