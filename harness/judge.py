@@ -155,6 +155,17 @@ def naive_floor(interval_ms: float, reported_ms: list[float], round_trip_ms: flo
             "ok": floor - mean <= witness_slack}
 
 
+def _phases_text(witness: dict) -> str:
+    """Where a timed call's time went, for a reader of the detail: the candidate process's own split (its clock: never
+    a number the verdict uses) and the judge's calibration's."""
+    parts = []
+    for key, who in (("candidate_phases_ms", "the candidate process's own split"),
+                     ("calibration_phases_ms", "the judge's calibration")):
+        if ph := witness.get(key):
+            parts.append(f"{who}, median ms: " + ", ".join(f"{k.replace('_', ' ')} {v:.3g}" for k, v in ph.items()))
+    return f" [{'; '.join(parts)}]" if parts else ""
+
+
 def _not_dumpable() -> None:
     """No ptrace and no /proc/<pid>/mem for processes without CAP_SYS_PTRACE (defence in depth: the
     candidate's pid namespace does not show this process at all)."""
@@ -485,6 +496,8 @@ class Session:
         self.like: dict = {}  # the expected output's size and dtype: what the pre-call work poisons
         self._cal_out: torch.Tensor | None = None  # what the calibration hands over in place of an output
         self.calibrated_by: set[str] = set()  # 'peer' and/or 'judge': where the calibration samples came from
+        self.phases: list[dict] = []  # each timed call's time as the candidate process split it (evidence, in details)
+        self.cal_phases: list[dict] = []  # the in-process calibration's split, beside it
         self.protocol_error: str | None = None
         self.timing_started: float | None = None
         self.reported_kernel_ms: list[float] = []
@@ -842,6 +855,8 @@ class Session:
         if self.timed_calls_reported > most_timed_calls(self.j.settings):
             raise M.ProtocolBreach(f"reported more than {most_timed_calls(self.j.settings)} timed calls")
         self.calls.append(((arrived - released) * 1e3, req.ms))
+        if req.phases_ms is not None:
+            self.phases.append(req.phases_ms.model_dump())
         self.reported_kernel_ms.append(req.ms)
         # Decided only now, after the whole output was handed over: unpredictable to the call, and the bytes it reads
         # are those in the shared buffer, whatever the candidate's process would do on a read.
@@ -881,10 +896,13 @@ class Session:
         j.ops.sync()
         t0 = time.perf_counter()
         Clock(j.ops).interval(lambda: None, sync_before_end=False, lead_us=lead)
+        t1 = time.perf_counter()
         if self._cal_out is not None and self._cal_out.numel() * self._cal_out.element_size() <= self.out_cap:
             self.buf.write(self._cal_out, self.out_off)
         j.ops.sync()
-        return rt + (time.perf_counter() - t0) * 1e3
+        t2 = time.perf_counter()
+        self.cal_phases.append({"round_trip": rt, "timer": (t1 - t0) * 1e3, "handover": (t2 - t1) * 1e3})
+        return rt + (t2 - t0) * 1e3
 
     def _naive_done(self, req: M.NaiveDone) -> None:
         interval = (self._arrived - self._naive_released) * 1e3
@@ -925,6 +943,10 @@ class Session:
             floor = timing_floor(intervals, [r for _, r in self.calls], self.calibration_ms, cuda=self.j.ops.is_cuda)
             floor["interval_median_ms"] = statistics.median(intervals)
             floor["calibrated_by"] = "+".join(sorted(self.calibrated_by))
+            floor["candidate_phases_ms"] = {k: statistics.median(p[k] for p in self.phases)
+                                            for k in (self.phases[0] if self.phases else {})}
+            floor["calibration_phases_ms"] = {k: statistics.median(p[k] for p in self.cal_phases)
+                                              for k in (self.cal_phases[0] if self.cal_phases else {})}
             if self.j.peer is not None and self.j.peer.failure:
                 floor["peer_failure"] = self.j.peer.failure
             self.witness = floor
@@ -934,7 +956,7 @@ class Session:
                     f"{floor['overhead_ms']:.4g} ms are the timer's and the hand-over's own work as measured here; "
                     f"the candidate process reported {floor['reported_median_ms']:.4g} ms, leaving {floor['hidden_ms']:.4g}"
                     f" ms unexplained (allowed {floor['witness_slack_ms']:.3g} ms; calibrated by "
-                    f"{floor['calibrated_by']})")
+                    f"{floor['calibrated_by']}){_phases_text(floor)}")
         # The naive loop stays timed as KernelBench published it (the candidate process's own timer): its bracket on
         # this clock is evidence only. Verified's credit meets the naive speedup only as a ceiling, never above its
         # own judge-clocked estimate (harness.protocols), so a forged naive time cannot raise it; and a loop of
@@ -948,7 +970,7 @@ class Session:
                                    f"judge's clock {w['interval_median_ms']:.4g} ms per timed call, reported "
                                    f"{w['reported_median_ms']:.4g} ms + {w['overhead_ms']:.4g} ms overhead, "
                                    f"{w['hidden_ms']:.3g} ms unexplained (credited {w['credited_ms']:.4g} ms; calibrated "
-                                   f"by {w['calibrated_by']}); naive "
+                                   f"by {w['calibrated_by']}){_phases_text(w)}; naive "
                                    f"loop: at least {n.get('floor_ms', 0):.4g} ms per trial, reported "
                                    f"{n.get('reported_mean_ms', 0):.4g} ms" if w else ""))
 

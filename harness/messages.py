@@ -80,6 +80,17 @@ class Go(Request):
     set: NonNegative
 
 
+class CallPhases(Request):
+    """Where a timed call's time went as the candidate process saw it (its own clock, so evidence for a reader of the
+    witness's detail, never an input to a number): waiting for the reply to 'go', the timer with the kernel, the
+    hand-over of the output, the sync after it."""
+
+    go_reply: FiniteMs
+    timer: FiniteMs
+    handover: FiniteMs
+    sync: FiniteMs
+
+
 class Called(Request):
     """A timed call returned and its whole output is in the shared buffer (``output``): on which input set, and the
     kernel time the candidate process measured."""
@@ -87,6 +98,7 @@ class Called(Request):
     set: NonNegative
     ms: FiniteMs | None = None
     output: Output | None = None
+    phases_ms: CallPhases | None = None
 
 
 class NaiveDone(Request):

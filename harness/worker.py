@@ -528,11 +528,18 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
         # so anything the output still had to do (a lazy tensor, a hook on the copy) lands inside it. Nothing here
         # tells a checked call from an unchecked one: the judge picks and reads the handed-over bytes afterwards.
         _pre_call(ops, ctx.judge.plan.get("expected_like"), int(ctx.timing_seeds[idx]))
+        t0 = time.perf_counter()
         ctx.judge.request("go", {"set": idx})
+        t1 = time.perf_counter()
         ms, out = clock.interval(lambda: model_new(*sets[idx]), sync_before_end=False, lead_us=lead_us)
+        t2 = time.perf_counter()
         meta = ctx.judge.handover(out, ctx.out_offset, ctx.out_capacity)
+        t3 = time.perf_counter()
         ops.sync()
-        ctx.judge.request("called", {"set": idx, "ms": ms, "output": meta})
+        t4 = time.perf_counter()
+        phases = {"go_reply": (t1 - t0) * 1e3, "timer": (t2 - t1) * 1e3, "handover": (t3 - t2) * 1e3,
+                  "sync": (t4 - t3) * 1e3}
+        ctx.judge.request("called", {"set": idx, "ms": ms, "output": meta, "phases_ms": phases})
         # In-process evidence from here on (it can fail a kernel, never pass one).
         # Threads alive the moment a timed call returned: work running past the return (T2).
         threads_seen.append(threading.active_count())
