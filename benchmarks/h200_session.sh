@@ -35,6 +35,13 @@ python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.versio
 # verified timer's launch lead (REPRO_KERNELS: the kernels of 100 us or more and a 40 us ReLU; REPRO_LEADS=0,200
 # measures both leads side by side, twice the time), the hack suite, cold throughput with pre-started
 # workers, the timer against CUPTI with and without the lead.
+# STEPS=issue29_30: issues 29/30's GPU acceptance in one detached session (~20 minutes): the honest kernels on the
+# judge's clock (small size, quick; each reading's detail splits the call's time), the hack suite, a sampled full-size
+# sweep of real kernels in the sandbox (CORPUS as below).
+if [ "${STEPS:-}" = issue29_30 ]; then
+    STEPS="witness_honest hack_suite full_size_sweep"
+    : "${WITNESS_SIZES:=small}" "${WITNESS_QUICK:=1}" "${SWEEP_STRIDE:=5}" "${SWEEP_DEADLINE_S:=600}"
+fi
 for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreement}; do
     case $name in
     # HACK_ONLY=a,b runs only the fixtures whose names contain one of those substrings (a re-check after a fix).
