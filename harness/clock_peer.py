@@ -25,8 +25,7 @@ import time
 import torch
 
 from .device import Clock, DeviceOps
-from .device_buffer import DeviceBufferError
-from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer
+from .shm import DTYPES, handover_buffer
 from .wire import Conn, WireError
 
 
@@ -37,16 +36,12 @@ def serve(conn: Conn) -> int:
     kind, setup = conn.recv(timeout=600)
     if kind != "setup":
         return 2
-    device, lead_us = str(setup["device"]), float(setup["lead_us"])
+    device = str(setup["device"])
     torch.set_grad_enabled(False)
     ops = DeviceOps(device)
     clock = Clock(ops)
-    buf: SharedBuffer | None = None
-    if setup.get("handover") == "device":
-        with contextlib.suppress(DeviceBufferError):  # as the judge's own buffer: host memory where the driver refuses
-            buf = DeviceSharedBuffer.create()
-    if buf is None:
-        buf = SharedBuffer.create(pin=bool(setup.get("pin")))
+    lead_us = float(setup["lead_us"]) if ops.can_hold else 0.0  # as the worker decides its own
+    buf = handover_buffer(bool(setup.get("device_handover")), bool(setup.get("pin")), ops.is_cuda)
     if lead_us > 0:
         ops.hold(1.0)  # the spin rate is measured now, not inside the first sample
     ops.sync()

@@ -30,11 +30,6 @@ class DeviceOps:
         self._spin = getattr(torch.cuda, "_sleep", None) if self.is_cuda else None
         self.can_hold = self._spin is not None
 
-    @staticmethod
-    def spin_available() -> bool:
-        """Whether a device-side hold is possible here (``hold``), known before any device is set up."""
-        return getattr(torch.cuda, "_sleep", None) is not None
-
     def hold(self, us: float) -> None:
         """Keep the device busy for about ``us`` microseconds (a spinning kernel on the current stream),
         so that work queued after it starts only once the host has had that long to queue it. No-op on

@@ -41,7 +41,7 @@ from . import messages as M
 from .clock_peer import PeerLink
 from .compare import error_stats, unread_stats
 from .device import Clock, DeviceOps
-from .device_buffer import DeviceBufferError, emulated
+from .device_buffer import emulated
 from .guard_registry import outcome
 from .inputs import (
     KERNELBENCH_SEED,
@@ -57,7 +57,7 @@ from .precision import casts, torch_dtype
 from .protocols import VERIFIED
 from .record import ErrorStats, GuardOutcome, TrialResult
 from .reference import build_model, environment, module_to, pytorch_default_flags, tf32, trial_plan
-from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, pack_args
+from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, handover_buffer, pack_args
 from .tf32_truncation import TruncatedTF32
 from .timing import naive_samples, verified_call
 from .wire import Conn, Malformed, WireError
@@ -153,6 +153,11 @@ def naive_floor(interval_ms: float, reported_ms: list[float], round_trip_ms: flo
     witness_slack = WITNESS_SLACK_MS[kind] + WITNESS_SLACK_REL * mean
     return {"reported_mean_ms": mean, "floor_ms": floor, "credited_ms": max(mean, floor - credit_slack),
             "ok": floor - mean <= witness_slack}
+
+
+def _medians(rows: list[dict]) -> dict:
+    """Per key, the median over rows of the same keys (a timed call's phases)."""
+    return {k: statistics.median(r[k] for r in rows) for k in (rows[0] if rows else {})}
 
 
 def _phases_text(witness: dict) -> str:
@@ -526,11 +531,8 @@ class Session:
             self.spent[what] = self.spent.get(what, 0.0) + time.perf_counter() - t0
 
     def _new_buffer(self) -> SharedBuffer:
-        s, cuda = self.j.settings, self.j.ops.is_cuda
-        if s.device_handover and (cuda or emulated()):
-            with contextlib.suppress(DeviceBufferError):  # the driver refused: host memory, and the hello says so
-                return DeviceSharedBuffer.create()
-        return SharedBuffer.create(pin=s.pin_shared_memory and cuda)
+        s = self.j.settings
+        return handover_buffer(s.device_handover, s.pin_shared_memory, self.j.ops.is_cuda)
 
     def _send(self, kind: str, payload: dict | None = None, fds: list[int] | None = None) -> None:
         """Every reply carries the device memory this process holds right then: the candidate process counts
@@ -942,13 +944,10 @@ class Session:
             intervals = [i for i, _ in self.calls]
             floor = timing_floor(intervals, [r for _, r in self.calls], self.calibration_ms, cuda=self.j.ops.is_cuda)
             floor["interval_median_ms"] = statistics.median(intervals)
-            floor["calibrated_by"] = "+".join(sorted(self.calibrated_by))
-            floor["candidate_phases_ms"] = {k: statistics.median(p[k] for p in self.phases)
-                                            for k in (self.phases[0] if self.phases else {})}
-            floor["calibration_phases_ms"] = {k: statistics.median(p[k] for p in self.cal_phases)
-                                              for k in (self.cal_phases[0] if self.cal_phases else {})}
-            if self.j.peer is not None and self.j.peer.failure:
-                floor["peer_failure"] = self.j.peer.failure
+            failure = self.j.peer.failure if self.j.peer is not None else None
+            floor["calibrated_by"] = "+".join(sorted(self.calibrated_by)) + (f" (peer failed: {failure})" if failure else "")
+            floor["candidate_phases_ms"] = _medians(self.phases)
+            floor["calibration_phases_ms"] = _medians(self.cal_phases)
             self.witness = floor
             if not floor["ok"]:
                 problems.append(
@@ -1025,11 +1024,9 @@ def main(control_fd: int, peer_fd: int | None = None) -> int:
         torch.set_num_threads(threads)
     peer = None
     if peer_fd is not None:  # told first: it starts its device while the references are computed here
-        st, cuda = job.settings, job.device != "cpu"
-        peer = PeerLink(peer_fd, {"device": job.device,
-                                  "lead_us": st.verified_launch_lead_us if cuda and DeviceOps.spin_available() else 0.0,
-                                  "handover": "device" if st.device_handover and cuda else "host",
-                                  "pin": st.pin_shared_memory and cuda})
+        st = job.settings
+        peer = PeerLink(peer_fd, {"device": job.device, "lead_us": st.verified_launch_lead_us,
+                                  "device_handover": st.device_handover, "pin": st.pin_shared_memory})
     try:
         judge = Judge(job)
     except Exception as exc:  # noqa: BLE001
@@ -1052,6 +1049,8 @@ def main(control_fd: int, peer_fd: int | None = None) -> int:
                 session.close()
             conn.send("result", result)
         elif kind == "close":
+            if judge.peer is not None:
+                judge.peer.close()
             return 0
 
 

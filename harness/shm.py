@@ -6,6 +6,7 @@ descriptor and copies the values out, so nothing it receives is executed or unpi
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import math
 import mmap
@@ -14,7 +15,7 @@ from typing import Any
 
 import torch
 
-from .device_buffer import DeviceBuffer, shared_buffer_type
+from .device_buffer import DeviceBuffer, DeviceBufferError, emulated, shared_buffer_type
 from .messages import MAX_DIMS
 from .wire import WireError
 
@@ -171,6 +172,15 @@ class DeviceSharedBuffer(SharedBuffer):
     def close(self) -> None:
         self.dev.close()
         self.fd = -1
+
+
+def handover_buffer(device_handover: bool, pin: bool, cuda: bool) -> SharedBuffer:
+    """The buffer a timed call's output is handed over through, judge side (and its calibration peer's): shared device
+    memory where asked for and the driver allows it (EvalSettings.device_handover), else host shared memory."""
+    if device_handover and (cuda or emulated()):
+        with contextlib.suppress(DeviceBufferError):  # the driver refused: host memory, and the hello says so
+            return DeviceSharedBuffer.create()
+    return SharedBuffer.create(pin=pin and cuda)
 
 
 def pack_args(buf: SharedBuffer, args: list[Any], *, grow: bool, offset: int = 0) -> list[dict]:

@@ -47,7 +47,7 @@ def _peer_pair() -> tuple[PeerLink, threading.Thread]:
     judge_end, peer_end = socket.socketpair()
     th = threading.Thread(target=serve, args=(Conn(peer_end),), daemon=True)
     th.start()
-    link = PeerLink(judge_end.detach(), {"device": "cpu", "lead_us": 0.0, "handover": "host", "pin": False})
+    link = PeerLink(judge_end.detach(), {"device": "cpu", "lead_us": 0.0, "device_handover": False, "pin": False})
     return link, th
 
 
@@ -65,7 +65,7 @@ def test_a_peer_sample_is_one_kernel_less_timed_call_and_the_peer_ends_with_its_
 def test_a_peer_that_is_gone_leaves_no_sample_and_says_why():
     judge_end, peer_end = socket.socketpair()
     peer_end.close()
-    link = PeerLink(judge_end.detach(), {"device": "cpu", "lead_us": 0.0, "handover": "host"}, ready_timeout_s=5)
+    link = PeerLink(judge_end.detach(), {"device": "cpu", "lead_us": 0.0, "device_handover": False}, ready_timeout_s=5)
     assert link.sample({"numel": 4, "dtype": "float32"}) is None and link.failure
     assert link.sample({"numel": 4, "dtype": "float32"}) is None  # and stays gone: the judge calibrates itself
 
