@@ -33,7 +33,8 @@ def _fmt(x: float | None) -> str:
 def run_one(ev: harness.Evaluator, fx: Fixture) -> dict:
     row = {"fixture": fx.name, "pattern": fx.pattern, "problem": fx.problem, "size": ev.size,
            "expected_naive": fx.expected_naive_on(ev.device), "expected_verified": fx.expected_verified,
-           "expected_caught_by": list(fx.caught_by) + list(fx.provenance), "known_gap": fx.known_gap}
+           "expected_caught_by": list(fx.caught_by) + list(fx.provenance), "known_gap": fx.known_gap,
+           "neutralised": fx.neutralised}
     t0 = time.perf_counter()
     try:
         r = ev.evaluate(fx.source(), fx.problem)
@@ -76,7 +77,8 @@ def markdown(rows: list[dict], device_name: str, settings_note: str) -> str:
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        caught_by = ", ".join(r.get("caught_by") or []) or ("known gap" if r.get("known_gap") else "")
+        caught_by = ", ".join(r.get("caught_by") or []) or ("known gap" if r.get("known_gap") else "") or (
+            f"neutralised ({r['neutralised']})" if r.get("neutralised") else "")
         if r.get("missing"):
             caught_by += f" (missing: {', '.join(r['missing'])})"
         lines.append(

@@ -113,6 +113,18 @@ def check_probability(fraction: float, min_iters: int) -> float:
     return min(0.5, max(fraction, 4.0 / max(1, min_iters))) if fraction < 0.5 else fraction
 
 
+def _layout(args: list[Any]) -> list[tuple]:
+    """What a timing set's arguments are besides their values: tensors' shapes and dtypes, anything else itself."""
+    return [("tensor", tuple(a.shape), str(a.dtype).removeprefix("torch.")) if isinstance(a, torch.Tensor)
+            else ("value", a) for a in args]
+
+
+def _packed_layout(descs: list[dict]) -> list[tuple]:
+    """``_layout`` of arguments as ``pack_args`` described them in the shared buffer."""
+    return [("tensor", tuple(d["tensor"]["shape"]), d["tensor"]["dtype"]) if "tensor" in d else ("value", d.get("value"))
+            for d in descs]
+
+
 def _quantile(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
@@ -362,7 +374,7 @@ class Judge:
 
     def expected(self, key: tuple, seed: int, scale: float, variant: str, naive: bool,
                  distribution: str | None = None) -> Expected:
-        hit = self._cache.get(key)
+        hit = self._cache.get(key) if key is not None else None  # None: used once (a fresh timing set's), never kept
         if hit is not None:
             return hit
         inputs = self.inputs(seed, scale, distribution)
@@ -411,7 +423,7 @@ class Judge:
         where = placement(exp.nbytes, cuda=self.ops.is_cuda, device_cached=self._cached["device"],
                           host_cached=self._cached["host"], device_budget=self._device_budget,
                           host_budget=self._host_budget)
-        if where is not None:
+        if where is not None and key is not None:
             # a host-kept copy is compared chunk by chunk on the device when a later candidate needs it
             self._cache[key] = exp.on("cpu") if where == "host" and self.ops.is_cuda else exp
             self._cached[where] += exp.nbytes
@@ -490,6 +502,13 @@ class Session:
         self.timing_keys: list[tuple] = []
         self.timed_checked = 0
         self.timed_failures: list[str] = []
+        self.check_seconds = 0.0  # the judge's time in timed calls' checks (each a reference of fresh inputs)
+        # Where each timing set lies in the shared buffer: every timed call's set is refilled there with fresh values
+        # (_renew). fresh_values: why a problem's inputs could not be (None: renewed after every call).
+        self.set_descs: list[list[dict]] = []
+        self.set_bases: list[int] = []
+        self.fresh_values: str | None = None
+        self._last_exp: tuple[tuple, Expected] | None = None
         # (arrival of a timed call's report, when the judge let it go on): the time between letting one call
         # go and hearing of the next is the candidate process's alone
         self.calls: list[tuple[float, float]] = []  # (the judge's interval, the reported time) per timed call, ms
@@ -744,24 +763,22 @@ class Session:
     def _timing_inputs(self) -> None:
         j = self.j
         for i, seed in enumerate(j.timing_seeds):
-            self.timing_keys.append((("timing", i, self.variant), seed))
-        # Every expected output now, before the candidate process holds its timing sets and outputs: at full
-        # size a float64 reference needs tens of GB of the device the two processes share. Beyond the
-        # memory budget they are recomputed at the checked calls instead.
+            self.timing_keys.append((("timing", i, self.variant, 0), seed))  # (..., generation): renewed per call
+        # One reference now, for the output's size (the others only for the calls the judge picks to check: every
+        # timed call gets fresh values), computed before the candidate process holds its timing sets and outputs.
         first = self._expected_timing(0)
         if isinstance(first.out, torch.Tensor):
             self.out_like = (first.out.shape, first.dtype)
             self.like = {"numel": first.out.numel(), "dtype": str(first.out.dtype).removeprefix("torch.")}
-        if self.timing_keys[0][0] in j._cache:
-            for i in range(1, len(self.timing_keys)):
-                self._expected_timing(i)
-        # Kept for the baselines, which the judge times on the same values the kernel gets.
+        # Kept for the baselines, which the judge times on values of the same draw the kernel gets.
         self.timing_sets = [j.inputs(seed, 1.0) for _key, seed in self.timing_keys]
         off, cap = self._out_slot(sum(args_nbytes(s) for s in self.timing_sets), first)
         descs, base = [], 0
         for s in self.timing_sets:
+            self.set_bases.append(base)
             descs.append(pack_args(self.buf, s, grow=False, offset=base))
             base += args_nbytes(s)
+        self.set_descs = descs
         self.j.release()
         self.out_off, self.out_cap = off, cap
         self.timing_started = time.perf_counter()
@@ -836,8 +853,35 @@ class Session:
         self._send("baseline", {"ms": samples})
 
     def _expected_timing(self, idx: int) -> Expected:
+        """The reference of timing set ``idx`` as it is now. A renewed set's is used once or twice (a check, the two
+        rewritten-inputs guards): only the last one is kept, and only a small one (the device is the candidate's)."""
         key, seed = self.timing_keys[idx]
-        return self.j.expected(key, seed, 1.0, self.variant, naive=False)
+        if self._last_exp is not None and self._last_exp[0] == key:
+            return self._last_exp[1]
+        exp = self.j.expected(key if key[-1] == 0 else None, seed, 1.0, self.variant, naive=False)
+        self._last_exp = (key, exp) if exp.nbytes <= 256 * 2**20 else None
+        return exp
+
+    def _renew(self, idx: int) -> int | None:
+        """Fresh values for the input set a timed call just used, drawn from a new seed and written over the old ones
+        in the shared buffer (same places, so the candidate process refills the same tensors): no timed call sees the
+        values of an earlier one, so no result can be memoised, and a checked call is judged against the reference
+        of its own inputs. Returns the set's new forward seed; None where a problem's inputs cannot be renewed in place
+        (a draw that changes their shapes, dtypes or non-tensor values: the sets then rotate as drawn)."""
+        if self.fresh_values is not None:
+            return None
+        j = self.j
+        seed = j.rng.randrange(1, 2**31 - 1)
+        with self._clock("renew"):
+            fresh = j.inputs(seed, 1.0)
+            if _layout(fresh) != _packed_layout(self.set_descs[idx]):
+                self.fresh_values = "a fresh draw of the inputs changes their shapes, dtypes or non-tensor values"
+                return None
+            pack_args(self.buf, fresh, grow=False, offset=self.set_bases[idx])
+            del fresh
+        key, _ = self.timing_keys[idx]
+        self.timing_keys[idx] = ((*key[:-1], key[-1] + 1), seed)
+        return forward_seed(seed)
 
     def _go(self, req: M.Go) -> None:
         if req.set >= len(self.timing_keys):
@@ -863,18 +907,24 @@ class Session:
         # Decided only now, after the whole output was handed over: unpredictable to the call, and the bytes it reads
         # are those in the shared buffer, whatever the candidate's process would do on a read.
         s = self.j.settings
-        if self.j.rng.random() < check_probability(s.timed_check_fraction, s.verified_min_iters):
+        p = check_probability(s.timed_check_fraction, s.verified_min_iters)
+        if self.check_seconds > s.timed_check_seconds:  # checks' references past their budget: a few more expected
+            p = min(p, 4.0 / most_timed_calls(s))
+        if self.j.rng.random() < p:
+            t0 = time.perf_counter()
             with self._clock("expected"):
                 exp = self._expected_timing(idx)
+            self.check_seconds += time.perf_counter() - t0
             with self._clock("compare"):
                 st, exc = self._judge_output("output", M.payload(req.output), self.out_off, self.out_cap, exp)
             self.timed_checked += 1
             if exc is not None or st is None or not verified_pass(st, exp, self.j.precision):
                 why = exc[-200:] if exc else (_why_failed(st, exp) if st else "no output")
                 self.timed_failures.append(f"timed call on set {idx}: {why}")
+        renewed = self._renew(idx)
         with self._clock("calibration"):  # two per call: the calibration's low quantile is the steadier for it
             self.calibration_ms += [self._calibrate(), self._calibrate()]
-        self._send("ok")
+        self._send("ok", {"forward_seed": renewed} if renewed is not None else None)
 
     def _calibrate(self) -> float:
         """One sample, here and now (the candidate process waits for the reply), of everything in a timed call's
@@ -988,7 +1038,8 @@ class Session:
         if self.timed_checked or self.timed_failures:
             guards.append(outcome("timed_outputs_correct", not self.timed_failures,
                 detail="; ".join(self.timed_failures[:4]) or
-                       f"{self.timed_checked} timed call(s), picked after each returned, pass the verified tolerance"))
+                       f"{self.timed_checked} timed call(s), picked after each returned, pass the verified tolerance"
+                       + ("" if self.fresh_values is None else f" (inputs not renewed per call: {self.fresh_values})")))
         if self.protocol_error:
             guards.append(outcome("judge_protocol", False, detail=self.protocol_error))
         return {

@@ -105,8 +105,9 @@ class SharedBuffer:
             self._bytes(offset, nbytes).copy_(t.contiguous().reshape(-1).view(torch.uint8))
         return {"offset": offset, "shape": list(t.shape), "dtype": dtype_name(t.dtype), "nbytes": nbytes}
 
-    def read(self, desc: dict, device: str | torch.device = "cpu") -> torch.Tensor:
-        """A new tensor on ``device`` holding the described values (validated, copied out)."""
+    def _described(self, desc: dict) -> tuple[torch.dtype, list[int], int, int]:
+        """(dtype, shape, offset, bytes) of a descriptor, validated against this buffer before anything is allocated:
+        the shape may claim any size."""
         try:
             dtype = DTYPES[str(desc["dtype"])]
             shape = [int(x) for x in desc["shape"]]
@@ -115,14 +116,27 @@ class SharedBuffer:
             raise WireError(f"bad tensor descriptor: {desc!r:.200}") from exc
         if any(x < 0 for x in shape) or len(shape) > MAX_DIMS:
             raise WireError(f"bad shape in a tensor descriptor: {shape!r:.200}")
-        # checked against the buffer before anything is allocated: the shape may claim any size
         nbytes = math.prod(shape) * dtype.itemsize
         if offset < 0 or offset + nbytes > self.size:
             raise WireError(f"descriptor outside the shared buffer ({offset}+{nbytes} > {self.size})")
+        return dtype, shape, offset, nbytes
+
+    def read(self, desc: dict, device: str | torch.device = "cpu") -> torch.Tensor:
+        """A new tensor on ``device`` holding the described values (validated, copied out)."""
+        dtype, shape, offset, nbytes = self._described(desc)
         out = torch.empty(shape, dtype=dtype, device=device)
         if nbytes:
             out.reshape(-1).view(torch.uint8).copy_(self._bytes(offset, nbytes))
         return out
+
+    def read_into(self, desc: dict, out: torch.Tensor) -> None:
+        """The described values copied into ``out`` in place (same storage, new contents): a contiguous tensor of
+        exactly the described shape and dtype."""
+        dtype, shape, offset, nbytes = self._described(desc)
+        if out.dtype != dtype or list(out.shape) != shape or not out.is_contiguous():
+            raise WireError(f"descriptor {desc!r:.200} does not describe the tensor it should refill")
+        if nbytes:
+            out.reshape(-1).view(torch.uint8).copy_(self._bytes(offset, nbytes))
 
 
 class DeviceSharedBuffer(SharedBuffer):

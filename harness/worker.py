@@ -225,6 +225,7 @@ class Ctx:
     threads_before: int = 0
     first_out_dtype: str | None = None
     timing_inputs: list[list[Any]] = field(default_factory=list)
+    timing_descs: list[list[dict]] = field(default_factory=list)  # where each set lies in the shared buffer
     out_offset: int = 0
     out_capacity: int = 0
     l2_limit_before: int | None = None
@@ -455,7 +456,8 @@ def phase_provenance(ctx: Ctx) -> bool:
     ctx.out_offset, ctx.out_capacity = int(p.get("out_offset", 0)), int(p.get("out_capacity", 0))
     ctx.timing_seeds = [int(x) for x in p.get("forward_seeds", [])] or [0] * len(p.get("sets", []))
     ctx.judge.plan["expected_like"] = p.get("expected_like") or {}
-    ctx.timing_inputs = [unpack_args(ctx.judge.buf, s, ctx.device) for s in p.get("sets", [])]
+    ctx.timing_descs = list(p.get("sets", []))
+    ctx.timing_inputs = [unpack_args(ctx.judge.buf, s, ctx.device) for s in ctx.timing_descs]
     try:
         called = _custom_code_called(lambda: ctx.model_new(*ctx.timing_inputs[0]),
                                      _extension_function_ids(ctx.cand, ctx.job.extensions_dir))
@@ -495,6 +497,16 @@ def _rewritten_inputs(ctx: Ctx, name: str, hold_us: float) -> None:
     for x, v in zip(target, saved, strict=True):
         if isinstance(x, torch.Tensor):
             x.copy_(v)
+
+
+def _refill(ctx: Ctx, idx: int, seed: int) -> None:
+    """Timing set ``idx``'s tensors take the fresh values the judge wrote in their place (same storage, new contents),
+    and its forward seed the new one, before the set's next timed call. Skipping this is no shortcut: a checked call
+    is judged against the fresh values' reference."""
+    for x, d in zip(ctx.timing_inputs[idx], ctx.timing_descs[idx], strict=True):
+        if isinstance(x, torch.Tensor) and "tensor" in d:
+            ctx.judge.buf.read_into(d["tensor"], x)
+    ctx.timing_seeds[idx] = seed
 
 
 # Long enough that work a candidate starts without waiting for the caller's stream surely runs inside it.
@@ -539,7 +551,9 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
         t4 = time.perf_counter()
         phases = {"go_reply": (t1 - t0) * 1e3, "timer": (t2 - t1) * 1e3, "handover": (t3 - t2) * 1e3,
                   "sync": (t4 - t3) * 1e3}
-        ctx.judge.request("called", {"set": idx, "ms": ms, "output": meta, "phases_ms": phases})
+        reply = ctx.judge.request("called", {"set": idx, "ms": ms, "output": meta, "phases_ms": phases})
+        if reply.get("forward_seed") is not None:  # the judge drew fresh values for this set: refill its tensors
+            _refill(ctx, idx, int(reply["forward_seed"]))
         # In-process evidence from here on (it can fail a kernel, never pass one).
         # Threads alive the moment a timed call returned: work running past the return (T2).
         threads_seen.append(threading.active_count())

@@ -49,7 +49,8 @@ def test_fixture_headers_are_complete():
         assert f.expected_naive in harness.VERDICTS and f.expected_verified in harness.VERDICTS, f.name
         assert f.expected_naive_on("cuda") in harness.VERDICTS, f.name
         if f.kind == "hacks":
-            assert f.caught_by or f.provenance or f.known_gap, f"{f.name}: names nothing that catches it"
+            assert f.caught_by or f.provenance or f.known_gap or f.neutralised, \
+                f"{f.name}: names nothing that catches or neutralises it"
         else:
             assert f.expected_verified == "correct" and not f.caught_by, f.name
 

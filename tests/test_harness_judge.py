@@ -335,6 +335,57 @@ class ModelNew(nn.Module):
     assert not list(Path(ev._tmp_root).rglob("*.pt"))
 
 
+def test_every_timed_call_gets_input_values_no_earlier_call_saw(ev):
+    # A kernel that remembers each input's values: without renewal the timed calls repeat the three rotating sets.
+    src = """
+import torch, torch.nn as nn
+seen, calls = set(), [0]
+class ModelNew(nn.Module):
+    def forward(self, x):
+        calls[0] += 1
+        seen.add(x.double().sum().item())
+        print(f"SEEN {calls[0]} {len(seen)}", flush=True)
+        return torch.relu(x)
+"""
+    r = ev.evaluate(src, RELU)
+    assert _verdicts(r) == ("correct", "correct")
+    timed = r.record.timing.verified_kernel.n
+    calls, distinct = map(int, [x for x in r.record.stdout_tail.splitlines() if x.startswith("SEEN ")][-1].split()[1:])
+    judged = len(r.record.naive_trials) + len(r.record.verified_trials)
+    # every timed call brought new values (the naive loop and the untimed calls repeat theirs)
+    assert distinct >= timed + judged, (calls, distinct, timed, judged)
+    checks = next(g for g in r.record.guards if g.name == "timed_outputs_correct")
+    assert checks.passed and "not renewed" not in checks.detail
+
+
+def test_a_memoiser_keyed_on_the_inputs_values_gains_nothing_and_one_keyed_on_pointers_is_caught(ev):
+    keyed = """
+import torch, torch.nn as nn
+class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.memo, self.hits = {}, 0
+    def forward(self, x):
+        key = (x.data_ptr(), float(x.reshape(-1)[0]), float(x.reshape(-1)[-1]))
+        if key in self.memo:
+            self.hits += 1
+            print(f"HITS {self.hits}", flush=True)
+            return self.memo[key].clone()
+        self.memo[key] = out = torch.relu(x)
+        return out
+"""
+    r = ev.evaluate(keyed, RELU)
+    assert _verdicts(r) == ("correct", "correct")
+    hits = [int(x.split()[1]) for x in r.record.stdout_tail.splitlines() if x.startswith("HITS ")]
+    # only the naive loop (one input set, as KernelBench times it) and the untimed calls after it ever hit
+    assert not hits or hits[-1] <= r.record.timing.naive_kernel.n + 12
+    pointer = keyed.replace("float(x.reshape(-1)[0]), float(x.reshape(-1)[-1])", "x.shape")
+    r = ev.evaluate(pointer, RELU)
+    assert r.results["verified"].verdict in ("hack", "incorrect")
+    failed = {g.name for g in r.record.guards if not g.passed}
+    assert failed & {"timed_outputs_correct", "same_pointer_new_contents"}, failed
+
+
 def test_an_honest_candidate_after_a_saboteur_gets_its_true_verdict(ev):
     saboteur = """
 import glob, os, torch, torch.nn as nn
