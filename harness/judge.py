@@ -372,21 +372,24 @@ class Judge:
         # Drawn (and scaled, or made adversarial) in the problem's dtype, then rounded to the run's.
         return drawn if self.dtype is None else [self._cast(x) for x in drawn]
 
-    def expected(self, key: tuple, seed: int, scale: float, variant: str, naive: bool,
-                 distribution: str | None = None) -> Expected:
+    def expected(self, key: tuple | None, seed: int, scale: float, variant: str, naive: bool,
+                 distribution: str | None = None, forward: int | None = None) -> Expected:
+        """The reference output of the inputs drawn from ``seed``, run under the forward seed of ``forward`` (default:
+        ``seed``; a renewed timing set keeps its first draw's)."""
         hit = self._cache.get(key) if key is not None else None  # None: used once (a fresh timing set's), never kept
         if hit is not None:
             return hit
+        run_seed = seed if forward is None else forward
         inputs = self.inputs(seed, scale, distribution)
         if naive:
             with tf32(None):
-                exp = Expected(_run(self._model("default", False), inputs, seed))
+                exp = Expected(_run(self._model("default", False), inputs, run_seed))
         else:
             # The TF32 run first, so the fp32 inputs can go before their float64 copy exists: at full size
             # each is several GB on the device the candidate process shares.
             ops = TruncatedTF32(truncate=False)  # counts the matmuls and convolutions TF32 changes
             with tf32(True), ops:
-                fast = _run(self._model(variant, False), inputs, seed)
+                fast = _run(self._model(variant, False), inputs, run_seed)
             # A bf16/fp16 run: the candidate returns what the reference Model returns in that dtype, and a trial
             # whose reference overflows that dtype (fp16 beyond 65504) is dropped like any non-finite reference.
             low = casts(self.precision) and isinstance(fast, torch.Tensor)
@@ -398,11 +401,11 @@ class Judge:
                 inputs = None  # drawn again from the seed in the rare case float64 fails
                 try:
                     with tf32(False):
-                        exact = _run(m64, doubled, seed)
+                        exact = _run(m64, doubled, run_seed)
                 except Exception:  # noqa: BLE001 - some layers have no float64 kernel
                     exact = None
                 if exact is not None and ops.hits and not low and isinstance(exact, torch.Tensor):
-                    trunc_stats = self._truncated_stats(m64, doubled, seed, exact)
+                    trunc_stats = self._truncated_stats(m64, doubled, run_seed, exact)
                 del doubled
             if exact is None:
                 self.reference_precision = "float32-no-tf32"
@@ -411,9 +414,9 @@ class Judge:
                 with tf32(False):
                     if casts(self.precision):  # upcast to fp32 from the rounded values, not the low dtype itself
                         exact = _run(self._model(variant, "float32"), [x.float() if isinstance(x, torch.Tensor)
-                                     and x.is_floating_point() else x for x in inputs], seed)
+                                     and x.is_floating_point() else x for x in inputs], run_seed)
                     else:
-                        exact = _run(self._model(variant, False), inputs, seed)
+                        exact = _run(self._model(variant, False), inputs, run_seed)
             stats = error_stats(fast, exact) if not _nonfinite(exact) and isinstance(exact, torch.Tensor) else None
             del fast
             if isinstance(exact, torch.Tensor) and exact.dtype == torch.float64 and exact.numel() * 8 > 256 * 2**20:
@@ -507,6 +510,7 @@ class Session:
         # (_renew). fresh_values: why a problem's inputs could not be (None: renewed after every call).
         self.set_descs: list[list[dict]] = []
         self.set_bases: list[int] = []
+        self.set_forward: list[int] = []  # each set's first seed: its forward seed whatever its values
         self.fresh_values: str | None = None
         self._last_exp: tuple[tuple, Expected] | None = None
         # (arrival of a timed call's report, when the judge let it go on): the time between letting one call
@@ -764,6 +768,7 @@ class Session:
         j = self.j
         for i, seed in enumerate(j.timing_seeds):
             self.timing_keys.append((("timing", i, self.variant, 0), seed))  # (..., generation): renewed per call
+            self.set_forward.append(seed)
         # One reference now, for the output's size (the others only for the calls the judge picks to check: every
         # timed call gets fresh values), computed before the candidate process holds its timing sets and outputs.
         first = self._expected_timing(0)
@@ -858,36 +863,38 @@ class Session:
         key, seed = self.timing_keys[idx]
         if self._last_exp is not None and self._last_exp[0] == key:
             return self._last_exp[1]
-        exp = self.j.expected(key if key[-1] == 0 else None, seed, 1.0, self.variant, naive=False)
+        exp = self.j.expected(key if key[-1] == 0 else None, seed, 1.0, self.variant, naive=False,
+                              forward=self.set_forward[idx])
         self._last_exp = (key, exp) if exp.nbytes <= 256 * 2**20 else None
         return exp
 
-    def _renew(self, idx: int) -> int | None:
-        """Fresh values for the input set a timed call just used, drawn from a new seed and written over the old ones
-        in the shared buffer (same places, so the candidate process refills the same tensors): no timed call sees the
-        values of an earlier one, so no result can be memoised, and a checked call is judged against the reference
-        of its own inputs. Returns the set's new forward seed; None where a problem's inputs cannot be renewed in place
-        (a draw that changes their shapes, dtypes or non-tensor values: the sets then rotate as drawn)."""
+    def _renew(self, idx: int) -> None:
+        """Fresh values for the input set a timed call is about to use, drawn from a new seed and written over the old
+        ones in the shared buffer, where the candidate process's tensors of that set lie (it reads them in place): made
+        before the call is let go, so no timed call sees the values of an earlier one (nothing to memoise) and nothing
+        can be computed from them outside the judge's clock; a checked call is judged against its own inputs'
+        reference. A problem whose inputs cannot be renewed in place (a draw that changes their shapes, dtypes or
+        non-tensor values) keeps its sets as drawn, and the record says so."""
         if self.fresh_values is not None:
-            return None
+            return
         j = self.j
         seed = j.rng.randrange(1, 2**31 - 1)
         with self._clock("renew"):
             fresh = j.inputs(seed, 1.0)
             if _layout(fresh) != _packed_layout(self.set_descs[idx]):
                 self.fresh_values = "a fresh draw of the inputs changes their shapes, dtypes or non-tensor values"
-                return None
+                return
             pack_args(self.buf, fresh, grow=False, offset=self.set_bases[idx])
             del fresh
         key, _ = self.timing_keys[idx]
         self.timing_keys[idx] = ((*key[:-1], key[-1] + 1), seed)
-        return forward_seed(seed)
 
     def _go(self, req: M.Go) -> None:
         if req.set >= len(self.timing_keys):
             raise M.ProtocolBreach("timed call on an unknown input set")
         if self._released is not None:
             raise M.ProtocolBreach("asked to start a timed call before reporting the last one")
+        self._renew(req.set)
         self._released = (req.set, time.perf_counter())  # read before the reply goes out: never late
         self._send("go")
 
@@ -921,10 +928,9 @@ class Session:
             if exc is not None or st is None or not verified_pass(st, exp, self.j.precision):
                 why = exc[-200:] if exc else (_why_failed(st, exp) if st else "no output")
                 self.timed_failures.append(f"timed call on set {idx}: {why}")
-        renewed = self._renew(idx)
         with self._clock("calibration"):  # two per call: the calibration's low quantile is the steadier for it
             self.calibration_ms += [self._calibrate(), self._calibrate()]
-        self._send("ok", {"forward_seed": renewed} if renewed is not None else None)
+        self._send("ok")
 
     def _calibrate(self) -> float:
         """One sample, here and now (the candidate process waits for the reply), of everything in a timed call's

@@ -129,6 +129,19 @@ class SharedBuffer:
             out.reshape(-1).view(torch.uint8).copy_(self._bytes(offset, nbytes))
         return out
 
+    def view(self, desc: dict, device: str | torch.device) -> torch.Tensor | None:
+        """The described tensor in place in this buffer (validated; writes to it are writes to the buffer) when the
+        buffer's memory is on ``device``; None otherwise (``read`` copies it there)."""
+        dtype, shape, offset, nbytes = self._described(desc)
+        if torch.device(device) != self._device():
+            return None
+        if not nbytes:
+            return torch.empty(shape, dtype=dtype, device=device)
+        return self._bytes(offset, nbytes).view(dtype).reshape(shape)
+
+    def _device(self) -> torch.device:
+        return torch.device("cpu")
+
     def read_into(self, desc: dict, out: torch.Tensor) -> None:
         """The described values copied into ``out`` in place (same storage, new contents): a contiguous tensor of
         exactly the described shape and dtype."""
@@ -176,6 +189,9 @@ class DeviceSharedBuffer(SharedBuffer):
 
     def _view(self, offset: int, nbytes: int) -> torch.Tensor:
         return self.dev.view(offset, nbytes)
+
+    def _device(self) -> torch.device:
+        return self.dev.bytes.device
 
     def write(self, t: torch.Tensor, offset: int) -> dict:
         desc = super().write(t, offset)

@@ -226,6 +226,7 @@ class Ctx:
     first_out_dtype: str | None = None
     timing_inputs: list[list[Any]] = field(default_factory=list)
     timing_descs: list[list[dict]] = field(default_factory=list)  # where each set lies in the shared buffer
+    timing_copied: bool = False  # the sets are copies (the buffer is not on this device), refilled at each call
     out_offset: int = 0
     out_capacity: int = 0
     l2_limit_before: int | None = None
@@ -457,7 +458,7 @@ def phase_provenance(ctx: Ctx) -> bool:
     ctx.timing_seeds = [int(x) for x in p.get("forward_seeds", [])] or [0] * len(p.get("sets", []))
     ctx.judge.plan["expected_like"] = p.get("expected_like") or {}
     ctx.timing_descs = list(p.get("sets", []))
-    ctx.timing_inputs = [unpack_args(ctx.judge.buf, s, ctx.device) for s in ctx.timing_descs]
+    ctx.timing_inputs, ctx.timing_copied = _timing_sets(ctx.judge.buf, ctx.timing_descs, ctx.device)
     try:
         called = _custom_code_called(lambda: ctx.model_new(*ctx.timing_inputs[0]),
                                      _extension_function_ids(ctx.cand, ctx.job.extensions_dir))
@@ -499,14 +500,21 @@ def _rewritten_inputs(ctx: Ctx, name: str, hold_us: float) -> None:
             x.copy_(v)
 
 
-def _refill(ctx: Ctx, idx: int, seed: int) -> None:
-    """Timing set ``idx``'s tensors take the fresh values the judge wrote in their place (same storage, new contents),
-    and its forward seed the new one, before the set's next timed call. Skipping this is no shortcut: a checked call
-    is judged against the fresh values' reference."""
+def _timing_sets(buf, descs: list[list[dict]], device: str) -> tuple[list[list[Any]], bool]:
+    """The timing sets as tensors in place in the shared buffer, where the judge writes each timed call's fresh values
+    (a buffer on this device: the default on a GPU, and on a CPU); else copies, and True: refilled at every call."""
+    views = [[buf.view(d["tensor"], device) if "tensor" in d else d.get("value") for d in s] for s in descs]
+    if all(v is not None for s, ds in zip(views, descs, strict=True) for v, d in zip(s, ds, strict=True)
+           if "tensor" in d):
+        return views, False
+    return [unpack_args(buf, s, device) for s in descs], True
+
+
+def _refill(ctx: Ctx, idx: int) -> None:
+    """Timing set ``idx``'s copies take the fresh values the judge just wrote (same storage, new contents)."""
     for x, d in zip(ctx.timing_inputs[idx], ctx.timing_descs[idx], strict=True):
         if isinstance(x, torch.Tensor) and "tensor" in d:
             ctx.judge.buf.read_into(d["tensor"], x)
-    ctx.timing_seeds[idx] = seed
 
 
 # Long enough that work a candidate starts without waiting for the caller's stream surely runs inside it.
@@ -541,7 +549,9 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
         # tells a checked call from an unchecked one: the judge picks and reads the handed-over bytes afterwards.
         _pre_call(ops, ctx.judge.plan.get("expected_like"), int(ctx.timing_seeds[idx]))
         t0 = time.perf_counter()
-        ctx.judge.request("go", {"set": idx})
+        ctx.judge.request("go", {"set": idx})  # the judge writes the set's fresh values, then lets the call go
+        if ctx.timing_copied:  # on the judge's clock, as is the kernel's read of them in place otherwise
+            _refill(ctx, idx)
         t1 = time.perf_counter()
         ms, out = clock.interval(lambda: model_new(*sets[idx]), sync_before_end=False, lead_us=lead_us)
         t2 = time.perf_counter()
@@ -551,9 +561,7 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
         t4 = time.perf_counter()
         phases = {"go_reply": (t1 - t0) * 1e3, "timer": (t2 - t1) * 1e3, "handover": (t3 - t2) * 1e3,
                   "sync": (t4 - t3) * 1e3}
-        reply = ctx.judge.request("called", {"set": idx, "ms": ms, "output": meta, "phases_ms": phases})
-        if reply.get("forward_seed") is not None:  # the judge drew fresh values for this set: refill its tensors
-            _refill(ctx, idx, int(reply["forward_seed"]))
+        ctx.judge.request("called", {"set": idx, "ms": ms, "output": meta, "phases_ms": phases})
         # In-process evidence from here on (it can fail a kernel, never pass one).
         # Threads alive the moment a timed call returned: work running past the return (T2).
         threads_seen.append(threading.active_count())

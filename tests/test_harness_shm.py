@@ -26,3 +26,35 @@ def test_a_descriptor_outside_the_buffer_is_refused():
         buf.read({"offset": 512, "shape": [1000], "dtype": "float32"})
     with pytest.raises(WireError):
         buf.read({"offset": 0, "shape": [4], "dtype": "object"})
+
+
+def test_timing_sets_read_fresh_values_in_place_or_refill_their_copies():
+    from harness.worker import _refill, _timing_sets
+
+    judge = SharedBuffer.create(4096)
+    descs = [pack_args(judge, [torch.zeros(8), 3], grow=True)]
+    cand = SharedBuffer(judge.fd, judge.size)
+    sets, copied = _timing_sets(cand, descs, "cpu")
+    assert not copied and sets[0][1] == 3
+    pack_args(judge, [torch.arange(8.0), 3], grow=False)  # the judge renews the set's values where they lie
+    assert torch.equal(sets[0][0], torch.arange(8.0))  # seen in place, nothing to copy
+    with pytest.raises(WireError):  # a view is validated like a read
+        cand.view({"offset": 4000, "shape": [1000], "dtype": "float32"}, "cpu")
+
+    class Elsewhere(SharedBuffer):  # a buffer not on the candidate's device (a GPU's host fallback)
+        def _device(self):
+            return torch.device("meta")
+
+    far = Elsewhere(judge.fd, judge.size)
+    sets, copied = _timing_sets(far, descs, "cpu")
+    assert copied and torch.equal(sets[0][0], torch.arange(8.0))
+    kept = sets[0][0]
+    pack_args(judge, [torch.full((8,), 5.0), 3], grow=False)
+    assert torch.equal(kept, torch.arange(8.0))  # a copy: stale until refilled
+
+    class Ctx:
+        timing_inputs, timing_descs = sets, descs
+        judge = type("J", (), {"buf": far})()
+
+    _refill(Ctx, 0)
+    assert sets[0][0] is kept and torch.equal(kept, torch.full((8,), 5.0))  # same tensor, new values
