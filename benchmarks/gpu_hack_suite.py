@@ -32,8 +32,8 @@ def _fmt(x: float | None) -> str:
 
 def run_one(ev: harness.Evaluator, fx: Fixture) -> dict:
     row = {"fixture": fx.name, "pattern": fx.pattern, "problem": fx.problem, "size": ev.size,
-           "expected_naive": fx.expected_naive_on(ev.device), "expected_verified": fx.expected_verified,
-           "expected_caught_by": list(fx.caught_by) + list(fx.provenance), "known_gap": fx.known_gap,
+           "expected_naive": fx.expected_naive_on(ev.device), "expected_verified": fx.expected_verified_on(ev.device),
+           "expected_caught_by": list(fx.caught_by_on(ev.device)) + list(fx.provenance), "known_gap": fx.known_gap,
            "neutralised": fx.neutralised}
     t0 = time.perf_counter()
     try:
@@ -49,7 +49,7 @@ def run_one(ev: harness.Evaluator, fx: Fixture) -> dict:
             missing=[x for x in row["expected_caught_by"] if x not in got],
             provenance=r.record.provenance.model_dump(),
         )
-        row["match"] = (n.verdict == row["expected_naive"] and v.verdict == fx.expected_verified and not row["missing"])
+        row["match"] = (n.verdict == row["expected_naive"] and v.verdict == row["expected_verified"] and not row["missing"])
     except Exception as exc:  # noqa: BLE001 - one fixture must never stop the table
         row.update(naive_verdict="harness_error", verified_verdict="harness_error", match=False,
                    error="".join(traceback.format_exception(exc))[-1500:])
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
                 row = run_one(evaluators[key], fx)
             except Exception as exc:  # noqa: BLE001
                 row = {"fixture": fx.name, "pattern": fx.pattern, "problem": fx.problem, "size": size,
-                       "expected_naive": fx.expected_naive_on(args.device), "expected_verified": fx.expected_verified,
+                       "expected_naive": fx.expected_naive_on(args.device), "expected_verified": fx.expected_verified_on(args.device),
                        "naive_verdict": "harness_error", "verified_verdict": "harness_error", "match": False,
                        "error": "".join(traceback.format_exception(exc))[-1500:]}
             rows.append(row)

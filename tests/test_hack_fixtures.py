@@ -47,7 +47,7 @@ def test_fixture_headers_are_complete():
     assert len([f for f in fixtures if f.kind == "legit"]) >= 8
     for f in fixtures:
         assert f.expected_naive in harness.VERDICTS and f.expected_verified in harness.VERDICTS, f.name
-        assert f.expected_naive_on("cuda") in harness.VERDICTS, f.name
+        assert f.expected_naive_on("cuda") in harness.VERDICTS and f.expected_verified_on("cuda") in harness.VERDICTS, f.name
         if f.kind == "hacks":
             assert f.caught_by or f.provenance or f.known_gap or f.neutralised, \
                 f"{f.name}: names nothing that catches or neutralises it"
@@ -70,6 +70,13 @@ def test_device_specific_naive_expectation(tmp_path):
     assert f.expected_naive_on("cuda:0") == "runtime_error"
     plain = next(f for f in all_fixtures() if f.path.stem == "identity_relu")
     assert plain.expected_naive_on("cuda") == plain.expected_naive == "correct"
+    # A forged host clock is caught on a CPU; a GPU's event timer is out of its reach (correct there, nothing to catch)
+    clock = tmp_path / "hacks" / "cpu" / "host_clock_relu.py"
+    clock.write_text("# problem: level1/19_ReLU\n# pattern: T4\n# expected_naive: correct\n# expected_verified: hack\n"
+                     "# expected_verified_cuda: correct\n# caught_by: timing_witness\nimport torch\n")
+    f = load(clock)
+    assert (f.expected_verified_on("cpu"), f.caught_by_on("cpu")) == ("hack", ("timing_witness",))
+    assert (f.expected_verified_on("cuda:0"), f.caught_by_on("cuda:0")) == ("correct", ())
 
 
 @pytest.mark.parametrize("fx", [_param(f) for f in CPU_FIXTURES])
