@@ -106,12 +106,27 @@ def _tally_text(tally: Counter) -> str:
     return ", ".join(f"{tally[k]} {k}" for k in keys) or "-"
 
 
+def level_of(problem_id: str) -> str:
+    """A problem's level ('level1', ...) from its id; 'other' for a problem outside the levels."""
+    head = problem_id.split("/", 1)[0]
+    return head if head.startswith("level") and "/" in problem_id else "other"
+
+
 class SweepProgress:
-    """Counts conversations, turns and verdicts; shows them live (rich) or as plain lines."""
+    """Counts conversations, turns and verdicts; shows them live (rich) or as plain lines, with the time left at the
+    pace so far, level by level (a level-3 architecture takes longer than a level-1 operator)."""
 
     def __init__(self, total: int, *, enabled: bool | None = None, protocol: str = "verified",
-                 executor: Any = None, spend: Any = None, stream: Any = None) -> None:
+                 executor: Any = None, spend: Any = None, stream: Any = None,
+                 levels: dict[str, int] | None = None, clock: Any = time.monotonic) -> None:
         self.total = total
+        self.levels = Counter(levels or {})  # conversations planned per level
+        self.level_done: Counter = Counter()
+        # Wall time between one finished conversation and the next, given to the level of the one that finished: the
+        # sweep's pace per level with any concurrency. Conversations a resumed run skips take none and count in none.
+        self.level_seconds: Counter = Counter()
+        self.level_paced: Counter = Counter()
+        self._clock = clock
         self.stream = stream or sys.stderr
         self.live = self.stream.isatty() if enabled is None else enabled
         self.protocol = protocol
@@ -123,7 +138,7 @@ class SweepProgress:
         self.outcomes: Counter = Counter()
         self._progress = None
         self._task = None
-        self._started = time.monotonic()
+        self._started = self._last = clock()
 
     def __enter__(self) -> SweepProgress:
         if self.live and self.total:
@@ -150,6 +165,8 @@ class SweepProgress:
 
     def status(self) -> str:
         parts = [f"turns {self.turns}", f"{self.protocol}: {_tally_text(self.tally)}"]
+        if len(self.levels) > 1:
+            parts.append(self.levels_text())
         if self.executor is not None:
             s = self.executor.stats()
             parts.append(f"build {s.building}+{s.queued_builds} eval {s.evaluating}+{s.queued_evals}")
@@ -159,14 +176,25 @@ class SweepProgress:
         return f"${self.spend.total_usd:.2f}" if self.spend is not None else ""
 
     def eta(self) -> str:
-        """Time left at the pace so far (finished conversations per second); '-' before the first one ends."""
+        """Time left at the pace so far: each level's conversations left at that level's pace (a level not begun yet at
+        the pace of all); '-' before the first conversation this run ran ends."""
         left = self.total - self.done
         if left <= 0:
             return "ETA 0:00:00"
-        if not self.done:
+        paced = sum(self.level_paced.values())
+        if not paced:
             return "ETA -"
-        secs = int((time.monotonic() - self._started) / self.done * left)
+        overall = sum(self.level_seconds.values()) / paced
+        per_level = {lv: self.level_seconds[lv] / self.level_paced[lv] if self.level_paced[lv] else overall
+                     for lv in self.levels}
+        planned_left = {lv: max(0, n - self.level_done[lv]) for lv, n in self.levels.items()}
+        unplanned = max(0, left - sum(planned_left.values()))
+        secs = int(sum(planned_left[lv] * per_level[lv] for lv in planned_left) + unplanned * overall)
         return f"ETA {secs // 3600}:{secs // 60 % 60:02d}:{secs % 60:02d}"
+
+    def levels_text(self) -> str:
+        """Conversations finished of those planned, per level ('level1 20/100, level2 0/100')."""
+        return ", ".join(f"{lv} {self.level_done[lv]}/{n}" for lv, n in sorted(self.levels.items()))
 
     def _fields(self) -> dict[str, str]:
         return {"status": self.status(), "cost": self.cost(), "eta": self.eta()}
@@ -187,6 +215,13 @@ class SweepProgress:
     def on_sample(self, task: Any, outcome: str, last: Attempt | None = None) -> None:
         self.outcomes[outcome] += 1
         self.done += 1
+        level = level_of(task.problem.id)
+        self.level_done[level] += 1
+        now = self._clock()
+        if outcome != "skipped":  # done in an earlier invocation: no time of this one
+            self.level_seconds[level] += now - self._last
+            self.level_paced[level] += 1
+            self._last = now
         if self._progress is not None:
             self.refresh()
         elif outcome != "skipped":
@@ -197,7 +232,7 @@ class SweepProgress:
                                                                    and r.get("verdict") == "correct" else "")
                                      for p, r in last.results.items())
                 detail = f" after {last.turn} turn(s)" + (f" ({verdicts})" if verdicts else f" ({last.feedback_kind})")
-            print(f"[{self.done}/{self.total}] {task.model} {task.strategy} {task.problem.id} sample {task.sample}: "
+            print(f"[{self.done}/{self.total} {self.eta()}] {task.model} {task.strategy} {task.problem.id} sample {task.sample}: "
                   f"{outcome}{detail}", file=self.stream, flush=True)
 
 

@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import sys
 import time
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from harness.precision import DTYPE_NAMES
 from .config import EXECUTION_FIELDS, SweepConfig
 from .driver import Driver, SampleTask, read_errors
 from .executor import Executor, LocalExecutor
-from .progress import RunSummary, SweepProgress, print_summary, summarize
+from .progress import RunSummary, SweepProgress, level_of, print_summary, summarize
 from .store import RunStore
 
 
@@ -184,7 +185,8 @@ async def _run(config: SweepConfig, *, executor: Executor | None, clients: dict 
     semaphores = {prov: asyncio.Semaphore(n) for prov, n in limits.items()}
     before = len(store.keys())
     tally_protocol = config.stop_on if config.stop_on != "none" else config.protocols[-1]
-    progress = SweepProgress(len(tasks), enabled=config.progress, protocol=tally_protocol, executor=executor)
+    progress = SweepProgress(len(tasks), enabled=config.progress, protocol=tally_protocol, executor=executor,
+                             levels=Counter(level_of(t.problem.id) for t in tasks))
     driver = Driver(config, store, executor, clients, semaphores=semaphores, resolved_models=resolved,
                     on_attempt=progress.on_attempt,
                     on_sample=lambda t, o: progress.on_sample(t, o, (driver._existing.get(t.prefix) or [None])[-1]))

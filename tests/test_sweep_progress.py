@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import re
-import time
 import types
 
 from agents.progress import RunSummary, SweepProgress, print_summary
@@ -35,14 +34,48 @@ def test_live_line_at_80_columns_keeps_bar_count_time_eta_and_cost(monkeypatch):
     assert line.endswith("…")  # the verdict tally is what gets shortened
 
 
-def test_eta_is_the_pace_so_far():
-    p = SweepProgress(13, enabled=False, stream=io.StringIO())
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def _task(pid: str):
+    return types.SimpleNamespace(model="m", strategy="s", problem=types.SimpleNamespace(id=pid), sample=0)
+
+
+def test_eta_is_each_levels_pace_so_far_and_skips_take_no_time():
+    clock = Clock()
+    p = SweepProgress(13, enabled=False, stream=io.StringIO(), levels={"level1": 10, "level3": 3}, clock=clock)
     assert p.eta() == "ETA -"
-    p._started = time.monotonic() - 100
-    p.done = 5
-    assert p.eta() == "ETA 0:02:40"  # 20 s a conversation, 8 left
-    p.done = 13
+    for _ in range(2):  # a resumed run's conversations done before: no time, no pace
+        p.on_sample(_task("level1/1_a"), "skipped")
+    assert p.eta() == "ETA -"
+    for _ in range(4):  # level 1 at 20 s a conversation
+        clock.now += 20
+        p.on_sample(_task("level1/19_b"), "max_turns")
+    # 4 level-1 left at 20 s, 3 level-3 not begun: at the pace of all (20 s)
+    assert p.eta() == "ETA 0:02:20"
+    clock.now += 200  # one level-3 architecture takes 200 s
+    p.on_sample(_task("level3/5_c"), "correct")
+    assert p.eta() == f"ETA 0:{(4 * 20 + 2 * 200) // 60:02d}:{(4 * 20 + 2 * 200) % 60:02d}"
+    assert p.levels_text() == "level1 6/10, level3 1/3"
+    assert "level1 6/10" in p.status()
+    for _ in range(6):
+        p.on_sample(_task("level1/1_a"), "correct")
+    p.on_sample(_task("level3/5_c"), "correct")
+    p.on_sample(_task("level3/5_c"), "correct")
     assert p.eta() == "ETA 0:00:00"
+
+
+def test_each_plain_line_carries_the_eta():
+    out, clock = io.StringIO(), Clock()
+    p = SweepProgress(3, enabled=False, stream=out, levels={"level1": 3}, clock=clock)
+    clock.now += 30
+    p.on_sample(_task("level1/1_a"), "correct")
+    assert out.getvalue().startswith("[1/3 ETA 0:01:00] m s level1/1_a")
 
 
 def test_closing_line_says_where_the_results_are_and_how_to_open_them():
