@@ -155,6 +155,15 @@ def _child_env(ext_dir: Path | str, device: str, gpu_index: int | None = None) -
     return env
 
 
+def _judge_env(cache_dir: Path, device: str, gpu_index: int | None) -> dict[str, str]:
+    """The judge's environment: torch.compile's caches (Inductor's FX graphs and kernels, Triton's binaries) in folders
+    of this evaluator's cache, which only trusted processes write, so a second or resumed sweep compiles the baseline
+    of a problem it has seen from the cache instead of from scratch."""
+    env = _child_env(cache_dir / "extensions" / "_reference", device, gpu_index)
+    env.update(TORCHINDUCTOR_CACHE_DIR=str(cache_dir / "inductor"), TRITON_CACHE_DIR=str(cache_dir / "triton"))
+    return env
+
+
 def _sandboxed_env(device: str, gpu_index: int | None, work: Path) -> dict[str, str]:
     """A sandboxed child's environment: its extensions folder where every sandbox has it, its home (compiler and
     driver caches) in its own folder."""
@@ -519,7 +528,7 @@ class Evaluator:
             # Not tied to the starting thread's life (PR_SET_PDEATHSIG would end it with a pool thread):
             # it ends when its control connection closes, which the kernel does when this process dies.
             child = spawn_module("harness.judge", [str(theirs.fileno()), *peer_args], cwd=work,
-                                 env=_child_env(self.cache_dir / "extensions" / "_reference", self.device, self.gpu_index),
+                                 env=_judge_env(self.cache_dir, self.device, self.gpu_index),
                                  max_file_bytes=2**40,  # its shared buffer grows past 2 GiB
                                  pass_fds=(theirs.fileno(), *(f.fileno() for f in peer_fds)), die_with_parent=False)
         except BaseException:
