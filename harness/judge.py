@@ -49,6 +49,7 @@ from .inputs import (
     construction_seed,
     forward_seed,
     make_inputs,
+    trial_plan,
     verified_parameters,
 )
 from .job import JobSpec
@@ -56,7 +57,7 @@ from .params import ParamMapping, map_parameters
 from .precision import casts, torch_dtype
 from .protocols import VERIFIED
 from .record import ErrorStats, GuardOutcome, TrialResult
-from .reference import build_model, environment, module_to, pytorch_default_flags, tf32, trial_plan
+from .reference import build_model, environment, module_to, pytorch_default_flags, tf32
 from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, handover_buffer, pack_args
 from .tf32_truncation import TruncatedTF32
 from .timing import naive_samples, verified_call

@@ -28,11 +28,10 @@ from . import messages as M
 from .compare import close_in_chunks
 from .device import Clock, DeviceOps
 from .guard_registry import outcome
-from .inputs import KERNELBENCH_SEED
 from .job import JobSpec
 from .precision import torch_dtype
 from .record import GuardOutcome, Memory, Timing
-from .reference import build_model, construct, module_to, tf32
+from .reference import KERNELBENCH_SEED, build_model, construct, module_to, tf32
 from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, dtype_name, unpack_args
 from .timing import Subject, VerifiedBudget, event_vs_synced, naive_samples, time_verified
 from .wire import Conn, WireError
