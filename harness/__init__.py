@@ -10,7 +10,7 @@ Public surface::
     harness.usable_cpus()                      # CPUs this process may use (build pools size by it)
 """
 
-from .build import usable_cpus
+from .device import usable_cpus
 from .errors import (
     CandidateError,
     CandidateRuntimeError,

@@ -78,15 +78,6 @@ IMPORTED_MARKER = ".imported"  # written in the build folder once the import suc
 MAX_PCH_VARIANTS = 4
 
 
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask: taskset, a cgroup cpuset), not the host's count;
-    the build pools size themselves by it, so a pool pinned to 16 of 32 cores runs 16 compilers."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):  # platforms without affinity
-        return os.cpu_count() or 1
-
-
 def _ninja_vars(build_ninja: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for line in build_ninja.read_text().splitlines():

@@ -121,7 +121,7 @@ class EvalSettings(BaseModel):
         """Whether the evaluator starts each next candidate process ahead (``prespawn_worker`` resolved)."""
         if self.prespawn_worker is not None:
             return self.prespawn_worker
-        from .build import usable_cpus
+        from .device import usable_cpus
 
         return usable_cpus() >= PRESPAWN_MIN_CPUS
 

@@ -48,9 +48,9 @@ from .build import (
     _evict_pch_variants,
     _pch_plan,
     build_env,
-    usable_cpus,
 )
 from .candidate import source_hash
+from .device import usable_cpus
 from .errors import HarnessError
 from .guard_registry import outcome
 from .inputs import seeds_needed
