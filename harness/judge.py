@@ -38,7 +38,6 @@ from problems.domains import Domain
 from problems.module import exec_source, forward_arg_names
 
 from . import messages as M
-from .clock_peer import PeerLink
 from .compare import error_stats, unread_stats
 from .device import Clock, DeviceOps
 from .device_buffer import emulated
@@ -54,6 +53,7 @@ from .inputs import (
 )
 from .job import JobSpec
 from .params import ParamMapping, map_parameters
+from .peer_link import PeerLink
 from .precision import casts, torch_dtype
 from .protocols import VERIFIED
 from .record import ErrorStats, GuardOutcome, TrialResult

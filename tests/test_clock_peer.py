@@ -11,7 +11,8 @@ from pathlib import Path
 
 import harness
 from harness import EvalSettings
-from harness.clock_peer import PeerLink, serve
+from harness.clock_peer import serve
+from harness.peer_link import PeerLink
 from harness.wire import Conn
 
 ROOT = Path(__file__).resolve().parents[1]
