@@ -22,7 +22,7 @@ from datetime import datetime
 from pathlib import Path
 
 import problems as P
-from harness.precision import DTYPE_NAMES
+from harness.measure.precision import DTYPE_NAMES
 
 from .config import EXECUTION_FIELDS, SweepConfig
 from .driver import Driver, SampleTask, read_errors
@@ -272,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--precision", choices=list(DTYPE_NAMES),
                     help="fp32 (default): the problems as written. bf16/fp16: inputs, parameters, the reference and its "
                          "baseline timing, and every kernel in that dtype, output expected in it, that dtype's tolerance "
-                         "(TF32 does not apply); the prompts tell the model (harness.precision)")
+                         "(TF32 does not apply); the prompts tell the model (harness.measure.precision)")
     ap.add_argument("--gpus", type=int, help="evaluation workers (one per GPU)")
     ap.add_argument("--build-workers", type=int)
     ap.add_argument("--concurrency", type=int, help="conversations in flight")

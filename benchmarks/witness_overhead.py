@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from benchmarks._results import write_results  # noqa: E402
-from harness.device import Clock, DeviceOps  # noqa: E402
+from harness.measure.device import Clock, DeviceOps  # noqa: E402
 from harness.sandbox import UID_BASE, Policy, own, spawn_module  # noqa: E402
 from harness.shm import DeviceSharedBuffer  # noqa: E402
 from harness.wire import Conn  # noqa: E402

@@ -10,7 +10,6 @@ Public surface::
     harness.usable_cpus()                      # CPUs this process may use (build pools size by it)
 """
 
-from .device import usable_cpus
 from .errors import (
     CandidateError,
     CandidateRuntimeError,
@@ -20,6 +19,8 @@ from .errors import (
     ProtocolViolation,
 )
 from .job import EvalSettings
+from .measure.device import usable_cpus
+from .measure.record import GuardOutcome, MeasurementRecord, Provenance, TrialResult
 from .protocols import (
     NAIVE,
     PROTOCOLS,
@@ -32,7 +33,6 @@ from .protocols import (
     score_all,
     sol_score,
 )
-from .record import GuardOutcome, MeasurementRecord, Provenance, TrialResult
 from .runner import Evaluation, Evaluator, evaluate
 
 __all__ = [

@@ -379,7 +379,7 @@ def _build_in_constructor(mod, problem_source: str, deadline: float) -> None:
     ends this process as a successful build, before the parent's build timeout could call it a compile error."""
     from problems.module import exec_source
 
-    from .reference import construct
+    from .measure.reference import construct
 
     def stop() -> None:
         sys.stdout.flush()

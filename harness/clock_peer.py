@@ -22,7 +22,7 @@ import sys
 
 import torch
 
-from .device import Clock, DeviceOps
+from .measure.device import Clock, DeviceOps
 from .shm import DTYPES, handover_buffer
 from .wire import Conn, WireError
 

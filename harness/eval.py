@@ -22,10 +22,10 @@ from . import shapes
 from .device_check import device_error
 from .errors import HarnessError
 from .job import EvalSettings
-from .precision import DTYPE_NAMES
+from .measure.precision import DTYPE_NAMES
+from .measure.record import MeasurementRecord
 from .protocols import PROTOCOL_VERSIONS, PROTOCOLS, score
 from .reasons import clip
-from .record import MeasurementRecord
 from .runner import Evaluation, Evaluator
 
 

@@ -16,7 +16,7 @@ from problems.domains import Domain, allowed_scales
 
 from . import adversarial
 from .job import JobSpec
-from .reference import KERNELBENCH_SEED
+from .measure.reference import KERNELBENCH_SEED
 
 # Hidden distributions of the verified protocol: name -> scale applied to floating inputs.
 HIDDEN_SCALES: dict[str, float] = {"x1": 1.0, "x3": 3.0, "x0.01": 0.01, "neg": -1.0}

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .precision import Precision
+from .measure.precision import Precision
 
 PRESPAWN_MIN_CPUS = 8  # below it the spare process's imports compete with the measured one
 
@@ -90,7 +90,7 @@ class EvalSettings(BaseModel):
         "fp32", description="fp32: the problem as written. bf16/fp16: floating inputs, parameters, the reference Model "
                             "(and its timed baselines) and ModelNew cast to that dtype, the exact expected output computed in "
                             "float64 from the same rounded values, output expected in that dtype, the protocol's tolerance "
-                            "for that dtype; TF32 does not apply (harness.precision)")
+                            "for that dtype; TF32 does not apply (harness.measure.precision)")
     cpu_threads: int | None = Field(
         None, description="torch threads in the candidate process and the judge. None: 1 on a CPU device (the demo "
                           "sweep twice on a loaded 2-core host: naive geomeans 1.07x/2.03x with torch's default threads, "
@@ -121,7 +121,7 @@ class EvalSettings(BaseModel):
         """Whether the evaluator starts each next candidate process ahead (``prespawn_worker`` resolved)."""
         if self.prespawn_worker is not None:
             return self.prespawn_worker
-        from .device import usable_cpus
+        from .measure.device import usable_cpus
 
         return usable_cpus() >= PRESPAWN_MIN_CPUS
 

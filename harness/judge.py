@@ -38,10 +38,7 @@ from problems.domains import Domain
 from problems.module import exec_source, forward_arg_names
 
 from . import messages as M
-from .compare import error_stats, unread_stats
-from .device import Clock, DeviceOps
 from .device_buffer import emulated
-from .guard_registry import outcome
 from .inputs import (
     KERNELBENCH_SEED,
     VerifiedParameters,
@@ -52,15 +49,18 @@ from .inputs import (
     verified_parameters,
 )
 from .job import JobSpec
+from .measure.compare import error_stats, unread_stats
+from .measure.device import Clock, DeviceOps
+from .measure.guard_registry import outcome
+from .measure.precision import casts, torch_dtype
+from .measure.record import ErrorStats, GuardOutcome, TrialResult
+from .measure.reference import build_model, environment, module_to, pytorch_default_flags, tf32
+from .measure.timing import naive_samples, verified_call
 from .params import ParamMapping, map_parameters
 from .peer_link import PeerLink
-from .precision import casts, torch_dtype
 from .protocols import VERIFIED
-from .record import ErrorStats, GuardOutcome, TrialResult
-from .reference import build_model, environment, module_to, pytorch_default_flags, tf32
 from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, handover_buffer, pack_args
 from .tf32_truncation import TruncatedTF32
-from .timing import naive_samples, verified_call
 from .wire import Conn, Malformed, WireError
 
 PR_SET_DUMPABLE = 4

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from .record import GuardOutcome, Memory, Phase, Status
+from .measure.record import GuardOutcome, Memory, Phase, Status
 from .wire import WireError
 
 # Bounds on what a candidate process may send, declared once. A number beyond them is no number the harness's own

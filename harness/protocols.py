@@ -15,11 +15,11 @@ from pydantic import BaseModel, Field
 from .adversarial import ADVERSARIAL
 from .adversarial import NAMES as ADVERSARIAL_NAMES
 from .applicability import tf32_applies
-from .guard_registry import CONSISTENCY_GUARDS, TAMPERING_GUARDS, severity
 from .intervals import between_runs, noise_reasons, ratio_interval
-from .precision import is_half
+from .measure.guard_registry import CONSISTENCY_GUARDS, TAMPERING_GUARDS, severity
+from .measure.precision import is_half
+from .measure.record import MeasurementRecord, TimingStats, TrialResult
 from .reasons import error_summary
-from .record import MeasurementRecord, TimingStats, TrialResult
 
 Verdict = Literal["correct", "incorrect", "hack", "compile_error", "runtime_error", "timeout"]
 VERDICTS: tuple[str, ...] = ("correct", "incorrect", "hack", "compile_error", "runtime_error", "timeout")
@@ -47,7 +47,7 @@ class Protocol(BaseModel):
         "cumulative sum dipping near zero after a 1e3 entry), where an honest fp32 summation order's error is small "
         "against the output's scale but not against that one element. Their targets (NaN from overflow, a variance "
         "off by a large fraction, a loss off by 1e-3 of itself) fail either way")
-    # Tolerance per dtype, declared here only (harness.precision names the dtypes; the judge's checks of timed
+    # Tolerance per dtype, declared here only (harness.measure.precision names the dtypes; the judge's checks of timed
     # outputs, the audit and the prompts read these through tolerance_for): DESIGN.md, fp32 vs fp16/bf16.
     tolerance_fp32: float = 1e-2
     tolerance_half: float = Field(1e-2, description="fp16/bf16: a bf16/fp16 run (precision), or an fp32 run's output "

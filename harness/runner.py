@@ -50,13 +50,12 @@ from .build import (
     build_env,
 )
 from .candidate import source_hash
-from .device import usable_cpus
 from .errors import HarnessError
-from .guard_registry import outcome
 from .inputs import seeds_needed
 from .job import EvalSettings, JobSpec
-from .protocols import PROTOCOLS, Protocol, ProtocolResult, score
-from .record import (
+from .measure.device import usable_cpus
+from .measure.guard_registry import outcome
+from .measure.record import (
     Environment,
     GuardOutcome,
     MeasurementRecord,
@@ -65,6 +64,8 @@ from .record import (
     Timing,
     TrialResult,
 )
+from .measure.stats import summarize
+from .protocols import PROTOCOLS, Protocol, ProtocolResult, score
 from .roofline_bound import roofline_for
 from .sandbox import (
     EXT_MOUNT,
@@ -81,7 +82,6 @@ from .sandbox import (
     wait_child,
 )
 from .static_scan import kernel_backend, scan
-from .stats import summarize
 from .wire import Conn, WireError
 
 DEFAULT_CACHE = Path(os.environ.get("KV_CACHE_DIR", Path.home() / ".cache" / "kernelverify"))

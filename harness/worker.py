@@ -25,15 +25,15 @@ from problems.module import exec_source
 
 from . import guards as G
 from . import messages as M
-from .compare import close_in_chunks
-from .device import Clock, DeviceOps
-from .guard_registry import outcome
 from .job import JobSpec
-from .precision import torch_dtype
-from .record import GuardOutcome, Memory, Timing
-from .reference import KERNELBENCH_SEED, build_model, construct, module_to, tf32
+from .measure.compare import close_in_chunks
+from .measure.device import Clock, DeviceOps
+from .measure.guard_registry import outcome
+from .measure.precision import torch_dtype
+from .measure.record import GuardOutcome, Memory, Timing
+from .measure.reference import KERNELBENCH_SEED, build_model, construct, module_to, tf32
+from .measure.timing import Subject, VerifiedBudget, event_vs_synced, naive_samples, time_verified
 from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, dtype_name, unpack_args
-from .timing import Subject, VerifiedBudget, event_vs_synced, naive_samples, time_verified
 from .wire import Conn, WireError
 
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import torch
 
-from harness.compare import error_stats
-from harness.device import DeviceOps
 from harness.judge import Expected, verified_pass
+from harness.measure.compare import error_stats
+from harness.measure.device import DeviceOps
 from harness.worker import EARLY_START_HOLD_US, _rewritten_inputs
 
 

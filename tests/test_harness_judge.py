@@ -597,8 +597,8 @@ def test_cpu_evaluations_are_single_threaded_unless_asked():
 def test_judge_admits_all_zeros_only_where_pytorchs_own_output_is_all_zeros():
     import torch
 
-    from harness.compare import error_stats
     from harness.judge import Expected, verified_pass
+    from harness.measure.compare import error_stats
 
     exact = torch.full((64,), -7.6e-23, dtype=torch.float64)  # GELU of large negatives: rounds to 0 in fp32 math
     zeros = torch.zeros(64)
@@ -637,8 +637,8 @@ def test_a_refused_timed_output_says_why_even_when_its_error_is_small():
     evidence must name what was refused, not print an error that reads as a pass."""
     import torch
 
-    from harness.compare import error_stats
     from harness.judge import Expected, _why_failed, verified_pass
+    from harness.measure.compare import error_stats
 
     exact = torch.full((64,), 1.9e-4, dtype=torch.float64)
     st = error_stats(torch.zeros(64), exact)
@@ -832,7 +832,7 @@ def test_an_all_zero_output_is_no_finding_where_the_reference_is_subnormal_in_th
 
     import torch
 
-    from harness.compare import error_stats
+    from harness.measure.compare import error_stats
 
     exact = torch.full((64,), math.exp(-100.0), dtype=torch.float64)
     assert not error_stats(torch.zeros(64), exact).all_zero_vs_nonzero

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from harness import NAIVE, VERIFIED, MeasurementRecord, score, sol_score
-from harness.record import ErrorStats, GuardOutcome, Roofline, TimingStats, TrialResult
+from harness.measure.record import ErrorStats, GuardOutcome, Roofline, TimingStats, TrialResult
 
 
 def stats(ms: float) -> TimingStats:
@@ -157,7 +157,7 @@ def test_tampering_that_crashes_is_a_hack_under_verified_only():
 def _non_tensor_trial(d: str, i: int, params: str) -> TrialResult:
     import torch
 
-    from harness.compare import error_stats
+    from harness.measure.compare import error_stats
 
     return TrialResult(distribution=d, seed=i, params=params, error=error_stats((1, 2), torch.zeros(3)))
 

@@ -13,8 +13,8 @@ from agents.report.__main__ import main as cli
 from agents.report.synthetic import write_synthetic_run
 from agents.store import Attempt, RunStore
 from harness import NAIVE, VERIFIED, MeasurementRecord, score
-from harness.compare import error_stats
-from harness.record import TrialResult
+from harness.measure.compare import error_stats
+from harness.measure.record import TrialResult
 
 
 def nan_record(problem_id: str = "level1/19_ReLU") -> MeasurementRecord:

@@ -12,7 +12,7 @@ from agents.report.synthetic import record, stats
 from agents.store import Attempt, RunStore
 from harness import NAIVE, VERIFIED, score
 from harness.applicability import tf32_applies
-from harness.record import Roofline
+from harness.measure.record import Roofline
 
 CONV = "level1/50_conv_standard_2D__square_input__square_kernel"
 MATMUL = "level1/1_Square_matrix_multiplication_"

@@ -13,9 +13,9 @@ from agents import metrics as M
 from agents.report.synthetic import record
 from harness import intervals
 from harness.intervals import ratio_interval
+from harness.measure.record import MeasurementRecord, Timing
+from harness.measure.stats import summarize
 from harness.protocols import NAIVE, VERIFIED, ProtocolResult, score
-from harness.record import MeasurementRecord, Timing
-from harness.stats import summarize
 
 
 def host(rng: random.Random, loaded: bool):

@@ -30,9 +30,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from harness.guard_registry import BY_NAME, severity
+from harness.measure.guard_registry import BY_NAME, severity
+from harness.measure.record import MeasurementRecord, TrialResult
 from harness.protocols import NAIVE, VERIFIED, Protocol, ProtocolResult, score
-from harness.record import MeasurementRecord, TrialResult
 from harness.shapes import lines as shape_lines
 
 from . import waterfall as W
@@ -68,7 +68,7 @@ class GuardEvidence(BaseModel):
     detail: str = ""
     applicable: bool = True
     counted: bool = Field(False, description="the verified verdict counts this failure")
-    catches: str = Field("", description="what the guard exposes (harness.guard_registry)")
+    catches: str = Field("", description="what the guard exposes (harness.measure.guard_registry)")
     checked_by: str = Field("", description="judge, parent or candidate_process: who computed the outcome")
 
 

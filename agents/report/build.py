@@ -198,7 +198,7 @@ class Report(BaseModel):
     n_attempts: int
     models: list[str]
     strategies: list[str]
-    precisions: list[str] = Field(default_factory=lambda: ["fp32"], description="harness.precision of the records: "
+    precisions: list[str] = Field(default_factory=lambda: ["fp32"], description="harness.measure.precision of the records: "
                                   "systems are (model, strategy, precision), never pooled across precisions")
     levels: list[str]
     universe: dict[str, int] = Field(description="level -> number of attempted problems (the fast_p N)")

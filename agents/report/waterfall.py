@@ -55,8 +55,8 @@ from pydantic import BaseModel
 
 from harness.adversarial import ADVERSARIAL
 from harness.applicability import tf32_applies
+from harness.measure.record import MeasurementRecord
 from harness.protocols import CONSERVATIVE_CREDIT, NAIVE, VERIFIED, Protocol
-from harness.record import MeasurementRecord
 
 
 class Component(BaseModel):

@@ -217,7 +217,7 @@ class MeasurementRecord(_Stored):
     size: str
     device: str
     precision: Precision = Field("fp32", description="the dtype inputs, parameters, reference and output were in "
-                                                     "(harness.precision; records written before precision modes: fp32)")
+                                                     "(harness.measure.precision; records written before precision modes: fp32)")
     status: Status = "ok"
     failed_phase: Phase | None = None
     error: str | None = Field(None, description="trimmed message for compile/runtime errors and timeouts")
