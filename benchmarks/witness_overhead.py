@@ -32,8 +32,8 @@ import torch  # noqa: E402
 from benchmarks._results import write_results  # noqa: E402
 from harness.measure.device import Clock, DeviceOps  # noqa: E402
 from harness.sandbox import UID_BASE, Policy, own, spawn_module  # noqa: E402
-from harness.shm import DeviceSharedBuffer  # noqa: E402
-from harness.wire import Conn  # noqa: E402
+from harness.wire.conn import Conn  # noqa: E402
+from harness.wire.shm import DeviceSharedBuffer  # noqa: E402
 
 LEAD_US = 200.0
 

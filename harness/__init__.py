@@ -18,7 +18,6 @@ from .errors import (
     HarnessError,
     ProtocolViolation,
 )
-from .job import EvalSettings
 from .measure.device import usable_cpus
 from .measure.record import GuardOutcome, MeasurementRecord, Provenance, TrialResult
 from .protocols import (
@@ -34,6 +33,7 @@ from .protocols import (
     sol_score,
 )
 from .runner import Evaluation, Evaluator, evaluate
+from .wire.job import EvalSettings
 
 __all__ = [
     "NAIVE", "PROTOCOLS", "VERDICTS", "VERIFIED", "CandidateError", "CandidateRuntimeError", "CandidateTimeout",

@@ -23,8 +23,8 @@ import sys
 import torch
 
 from .measure.device import Clock, DeviceOps
-from .shm import DTYPES, handover_buffer
-from .wire import Conn, WireError
+from .wire.conn import Conn, WireError
+from .wire.shm import DTYPES, handover_buffer
 
 
 def serve(conn: Conn) -> int:

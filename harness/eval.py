@@ -21,12 +21,12 @@ import problems as P
 from . import shapes
 from .device_check import device_error
 from .errors import HarnessError
-from .job import EvalSettings
 from .measure.precision import DTYPE_NAMES
 from .measure.record import MeasurementRecord
 from .protocols import PROTOCOL_VERSIONS, PROTOCOLS, score
 from .reasons import clip
 from .runner import Evaluation, Evaluator
+from .wire.job import EvalSettings
 
 
 def _fmt(x: float | None, unit: str = "") -> str:

@@ -15,8 +15,8 @@ import torch
 from problems.domains import Domain, allowed_scales
 
 from . import adversarial
-from .job import JobSpec
 from .measure.reference import KERNELBENCH_SEED
+from .wire.job import JobSpec
 
 # Hidden distributions of the verified protocol: name -> scale applied to floating inputs.
 HIDDEN_SCALES: dict[str, float] = {"x1": 1.0, "x3": 3.0, "x0.01": 0.01, "neg": -1.0}

@@ -37,8 +37,6 @@ import torch
 from problems.domains import Domain
 from problems.module import exec_source, forward_arg_names
 
-from . import messages as M
-from .device_buffer import emulated
 from .inputs import (
     KERNELBENCH_SEED,
     VerifiedParameters,
@@ -48,7 +46,6 @@ from .inputs import (
     trial_plan,
     verified_parameters,
 )
-from .job import JobSpec
 from .measure.compare import error_stats, unread_stats
 from .measure.device import Clock, DeviceOps
 from .measure.guard_registry import outcome
@@ -59,9 +56,12 @@ from .measure.timing import naive_samples, verified_call
 from .params import ParamMapping, map_parameters
 from .peer_link import PeerLink
 from .protocols import VERIFIED
-from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, handover_buffer, pack_args
 from .tf32_truncation import TruncatedTF32
-from .wire import Conn, Malformed, WireError
+from .wire import messages as M
+from .wire.conn import Conn, Malformed, WireError
+from .wire.device_buffer import emulated
+from .wire.job import JobSpec
+from .wire.shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, handover_buffer, pack_args
 
 PR_SET_DUMPABLE = 4
 # The judge's clock (timing_witness and the credited kernel time). Per timed call it measures the interval from

@@ -37,7 +37,6 @@ from pydantic import BaseModel, Field, ValidationError
 
 import problems as P
 
-from . import messages as M
 from . import shapes
 from .build import (
     BUILD_DEADLINE_ENV,
@@ -52,7 +51,6 @@ from .build import (
 from .candidate import source_hash
 from .errors import HarnessError
 from .inputs import seeds_needed
-from .job import EvalSettings, JobSpec
 from .measure.device import usable_cpus
 from .measure.guard_registry import outcome
 from .measure.record import (
@@ -82,7 +80,9 @@ from .sandbox import (
     wait_child,
 )
 from .static_scan import kernel_backend, scan
-from .wire import Conn, WireError
+from .wire import messages as M
+from .wire.conn import Conn, WireError
+from .wire.job import EvalSettings, JobSpec
 
 DEFAULT_CACHE = Path(os.environ.get("KV_CACHE_DIR", Path.home() / ".cache" / "kernelverify"))
 

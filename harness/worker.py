@@ -24,8 +24,6 @@ import torch
 from problems.module import exec_source
 
 from . import guards as G
-from . import messages as M
-from .job import JobSpec
 from .measure.compare import close_in_chunks
 from .measure.device import Clock, DeviceOps
 from .measure.guard_registry import outcome
@@ -33,8 +31,10 @@ from .measure.precision import torch_dtype
 from .measure.record import GuardOutcome, Memory, Timing
 from .measure.reference import KERNELBENCH_SEED, build_model, construct, module_to, tf32
 from .measure.timing import Subject, VerifiedBudget, event_vs_synced, naive_samples, time_verified
-from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, dtype_name, unpack_args
-from .wire import Conn, WireError
+from .wire import messages as M
+from .wire.conn import Conn, WireError
+from .wire.job import JobSpec
+from .wire.shm import DTYPES, DeviceSharedBuffer, SharedBuffer, dtype_name, unpack_args
 
 
 class Channel:

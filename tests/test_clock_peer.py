@@ -13,7 +13,7 @@ import harness
 from harness import EvalSettings
 from harness.clock_peer import serve
 from harness.peer_link import PeerLink
-from harness.wire import Conn
+from harness.wire.conn import Conn
 
 ROOT = Path(__file__).resolve().parents[1]
 HONEST = (ROOT / "agents" / "demo_kernels" / "cpu" / "l1_19_relu_t2.py").read_text()

@@ -676,11 +676,11 @@ def test_the_judges_device_memory_is_not_counted_as_the_kernels(monkeypatch):
 
 
 def test_shared_device_memory_without_a_driver_is_a_clear_refusal(monkeypatch):
-    """harness.device_buffer needs the CUDA driver's VMM calls; without them the caller gets DeviceBufferError
+    """harness.wire.device_buffer needs the CUDA driver's VMM calls; without them the caller gets DeviceBufferError
     (and keeps host shared memory), never a crash or a half-made buffer."""
     import ctypes
 
-    import harness.device_buffer as db
+    import harness.wire.device_buffer as db
 
     def no_driver(name, *a, **k):
         raise OSError(f"{name}: cannot open shared object file")
@@ -717,7 +717,7 @@ def test_expected_outputs_are_kept_on_the_device_first_then_the_host_else_recomp
 def test_the_judges_host_memory_is_shared_by_all_of_them(tmp_path):
     import os
 
-    from harness.job import EvalSettings
+    from harness.wire.job import EvalSettings
 
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     s = EvalSettings(max_judges=8)
@@ -772,7 +772,7 @@ def test_the_device_hand_over_protocol_gives_the_same_verdicts(monkeypatch):
 
 
 def test_a_malformed_message_to_the_judge_is_a_protocol_breach_not_a_harness_error(ev):
-    """Every request is validated against harness.messages before the judge acts on it. An output claiming a
+    """Every request is validated against harness.wire.messages before the judge acts on it. An output claiming a
     negative shape used to raise inside the judge: a harness error, retried on every resume, so the kernel could
     never get a verdict."""
     forger = """
@@ -794,7 +794,7 @@ class ModelNew(nn.Module):
 
 
 def test_the_judges_requests_are_declared_once_and_refuse_what_the_worker_never_sends():
-    from harness import messages as M
+    from harness.wire import messages as M
 
     assert M.parse("baseline", {"subject": "tf32", "n": 5}).n == 5
     for kind, bad in (("baseline", {"subject": "tf32", "n": 10**9}), ("guard_output", {"guard": "x", "expect_set": 0}),
@@ -804,7 +804,7 @@ def test_the_judges_requests_are_declared_once_and_refuse_what_the_worker_never_
 
 
 def test_a_malformed_report_to_the_parent_is_a_protocol_breach_not_a_harness_error(ev):
-    """The result pipe's reports are validated on arrival (harness.messages.REPORTS): an 'error' report without its
+    """The result pipe's reports are validated on arrival (harness.wire.messages.REPORTS): an 'error' report without its
     fields, a phase that does not exist, a kind the worker never sends used to raise inside the parent (KeyError,
     TypeError): no verdict, ever."""
     forger = """

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness.shm import SharedBuffer, pack_args, unpack_args
-from harness.wire import WireError
+from harness.wire.conn import WireError
+from harness.wire.shm import SharedBuffer, pack_args, unpack_args
 
 
 def test_round_trip_growth_and_a_second_mapping():

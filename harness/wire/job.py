@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .measure.precision import Precision
+from ..measure.precision import Precision
 
 PRESPAWN_MIN_CPUS = 8  # below it the spare process's imports compete with the measured one
 
@@ -77,7 +77,7 @@ class EvalSettings(BaseModel):
                            "outputs as DMA). Experimental: not yet measured on the GPU host")
     device_handover: bool = Field(
         True, description="on a GPU, hand inputs and outputs over in device memory both processes map "
-                          "(harness.device_buffer: CUDA VMM, shared by file descriptor) instead of host shared memory; "
+                          "(harness.wire.device_buffer: CUDA VMM, shared by file descriptor) instead of host shared memory; "
                           "where the driver refuses, host memory is used and the record says which. No effect on a CPU")
     compile_baseline: bool | None = Field(
         None, description="also time torch.compile(Model) (default mode) as a baseline: compiled once per problem by "
@@ -121,7 +121,7 @@ class EvalSettings(BaseModel):
         """Whether the evaluator starts each next candidate process ahead (``prespawn_worker`` resolved)."""
         if self.prespawn_worker is not None:
             return self.prespawn_worker
-        from .measure.device import usable_cpus
+        from ..measure.device import usable_cpus
 
         return usable_cpus() >= PRESPAWN_MIN_CPUS
 
