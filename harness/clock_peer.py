@@ -1,6 +1,6 @@
 """The judge's calibration peer: a timed call with everything but the kernel, from where a candidate stands.
 
-The judge's clock (``harness.judge``, ``timing_floor``) subtracts from each timed call's interval a calibration of
+The judge's clock (``harness.judge.judge``, ``timing_floor``) subtracts from each timed call's interval a calibration of
 everything in it besides the kernel. Made inside the judge, that calibration misses what only a second process pays:
 on the H200 a sandboxed child's kernel-less exchange cost ~0.15 ms more than a thread's when the judge had used the
 GPU last (a second CUDA context; benchmarks/results/h200_witness_overhead_peers.md, h200_witness_overhead.md). This
@@ -28,7 +28,7 @@ from .wire.shm import DTYPES, handover_buffer
 
 
 def serve(conn: Conn) -> int:
-    # the worker's own pre-call work (the judge's side, PeerLink, is harness.peer_link)
+    # the worker's own pre-call work (the judge's side, PeerLink, is harness.judge.peer_link)
     from .worker import _pre_call
 
     kind, setup = conn.recv(timeout=600)

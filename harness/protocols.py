@@ -12,10 +12,10 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .adversarial import ADVERSARIAL
-from .adversarial import NAMES as ADVERSARIAL_NAMES
 from .applicability import tf32_applies
 from .intervals import between_runs, noise_reasons, ratio_interval
+from .judge.adversarial import ADVERSARIAL
+from .judge.adversarial import NAMES as ADVERSARIAL_NAMES
 from .measure.guard_registry import CONSISTENCY_GUARDS, TAMPERING_GUARDS, severity
 from .measure.precision import is_half
 from .measure.record import MeasurementRecord, TimingStats, TrialResult
@@ -40,7 +40,7 @@ class Protocol(BaseModel):
     distributions: list[str] | None = Field(None, description="restrict verified trials to these distributions")
     adversarial: bool = Field(
         False, description="count the adversarial distributions (shift, large, heavy_tail, near_constant, sparse: "
-        "harness.adversarial) among the verified trials; False leaves them out, as before verified@3")
+        "harness.judge.adversarial) among the verified trials; False leaves them out, as before verified@3")
     adversarial_normwise: bool = Field(
         False, description="an adversarial trial also passes when its largest error is within the tolerance of the "
         "output's largest magnitude, max|d| <= tol (1 + max|e|): heavy tails and shifts make outputs that cancel (a "
@@ -57,7 +57,7 @@ class Protocol(BaseModel):
     )
     tf32_truncation_factor: float | None = Field(
         None, description="also pass if max error <= k x the error of TF32 with truncated operands (what tensor cores "
-        "fed fp32 compute: harness.tf32_truncation); small, since an honest truncating kernel makes that very error")
+        "fed fp32 compute: harness.judge.tf32_truncation); small, since an honest truncating kernel makes that very error")
     strict_output: bool = Field(False, description="exact dtype, no NaN/Inf, no all-zero output vs non-zero reference")
     baseline: Literal["eager_fp32", "eager_tf32"] = "eager_fp32"
     timing: Literal["naive", "verified"] = "naive"

@@ -50,7 +50,7 @@ from .build import (
 )
 from .candidate import source_hash
 from .errors import HarnessError
-from .inputs import seeds_needed
+from .judge.inputs import seeds_needed
 from .measure.device import usable_cpus
 from .measure.guard_registry import outcome
 from .measure.record import (
@@ -245,7 +245,7 @@ def _end_child(helper: tuple[Child, Path]) -> None:
 
 
 class _JudgeHandle:
-    """A running judge (``harness.judge``) for one problem: its process and the control connection."""
+    """A running judge (``harness.judge.judge``) for one problem: its process and the control connection."""
 
     def __init__(self, problem_id: str, child: Child, conn: Conn, environment: dict, work: Path,
                  peer: tuple[Child, Path] | None = None) -> None:
@@ -518,7 +518,7 @@ class Evaluator:
                 peer_args, peer_fds = [str(judge_end.fileno())], [judge_end]
             # Not tied to the starting thread's life (PR_SET_PDEATHSIG would end it with a pool thread):
             # it ends when its control connection closes, which the kernel does when this process dies.
-            child = spawn_module("harness.judge", [str(theirs.fileno()), *peer_args], cwd=work,
+            child = spawn_module("harness.judge.judge", [str(theirs.fileno()), *peer_args], cwd=work,
                                  env=_child_env(self.cache_dir / "extensions" / "_reference", self.device, self.gpu_index),
                                  max_file_bytes=2**40,  # its shared buffer grows past 2 GiB
                                  pass_fds=(theirs.fileno(), *(f.fileno() for f in peer_fds)), die_with_parent=False)

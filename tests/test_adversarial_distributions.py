@@ -1,6 +1,6 @@
 """Issue 19, part 1: adversarial distributions that change a distribution's shape, not only its scale.
 
-One declaration per distribution (harness.adversarial) drives the planner, the judge's draws, the protocol
+One declaration per distribution (harness.judge.adversarial) drives the planner, the judge's draws, the protocol
 (verified@3 counts them, verified@2 does not), the waterfall step and the docs. Both sides: each distribution
 reaches the shape it promises and stays in the input's domain; a domain that admits none gets no trial and a
 reason in the record.
@@ -17,9 +17,9 @@ import harness
 from agents.report import waterfall as W
 from agents.report.synthetic import record
 from harness import EvalSettings
-from harness.adversarial import ADVERSARIAL, BY_NAME, NAMES, apply, not_applicable
 from harness.fixtures import ROOT as FIXTURES
-from harness.inputs import HIDDEN_SCALES, make_inputs, plan_trials, seeds_needed
+from harness.judge.adversarial import ADVERSARIAL, BY_NAME, NAMES, apply, not_applicable
+from harness.judge.inputs import HIDDEN_SCALES, make_inputs, plan_trials, seeds_needed
 from harness.measure.record import MeasurementRecord, SkippedDistribution
 from harness.protocols import ORDINARY_DISTRIBUTIONS, VERIFIED, VERIFIED_V2, get_protocol, score
 from problems.domains import Domain

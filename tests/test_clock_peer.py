@@ -12,7 +12,7 @@ from pathlib import Path
 import harness
 from harness import EvalSettings
 from harness.clock_peer import serve
-from harness.peer_link import PeerLink
+from harness.judge.peer_link import PeerLink
 from harness.wire.conn import Conn
 
 ROOT = Path(__file__).resolve().parents[1]

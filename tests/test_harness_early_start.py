@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from harness.judge import Expected, verified_pass
+from harness.judge.judge import Expected, verified_pass
 from harness.measure.compare import error_stats
 from harness.measure.device import DeviceOps
 from harness.worker import EARLY_START_HOLD_US, _rewritten_inputs

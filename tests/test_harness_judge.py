@@ -15,8 +15,8 @@ import torch
 
 import harness
 from harness import EvalSettings
-from harness.judge import check_probability, naive_floor, timing_floor
-from harness.params import map_parameters
+from harness.judge.judge import check_probability, naive_floor, timing_floor
+from harness.judge.params import map_parameters
 
 SETTINGS = EvalSettings(naive_timing_trials=10, verified_min_iters=5, verified_max_iters=10,
                         verified_seconds_per_subject=0.3, cpu_threads=1)
@@ -173,7 +173,7 @@ def test_a_problem_constant_kept_as_a_parameter_is_left_as_built():
 
 
 def test_only_layer_default_constants_get_a_spread():
-    from harness.inputs import verified_parameters
+    from harness.judge.inputs import verified_parameters
 
     class M(torch.nn.Module):
         def __init__(self):
@@ -597,7 +597,7 @@ def test_cpu_evaluations_are_single_threaded_unless_asked():
 def test_judge_admits_all_zeros_only_where_pytorchs_own_output_is_all_zeros():
     import torch
 
-    from harness.judge import Expected, verified_pass
+    from harness.judge.judge import Expected, verified_pass
     from harness.measure.compare import error_stats
 
     exact = torch.full((64,), -7.6e-23, dtype=torch.float64)  # GELU of large negatives: rounds to 0 in fp32 math
@@ -637,7 +637,7 @@ def test_a_refused_timed_output_says_why_even_when_its_error_is_small():
     evidence must name what was refused, not print an error that reads as a pass."""
     import torch
 
-    from harness.judge import Expected, _why_failed, verified_pass
+    from harness.judge.judge import Expected, _why_failed, verified_pass
     from harness.measure.compare import error_stats
 
     exact = torch.full((64,), 1.9e-4, dtype=torch.float64)
@@ -704,7 +704,7 @@ def test_the_record_says_where_the_judges_time_went(ev):
 def test_expected_outputs_are_kept_on_the_device_first_then_the_host_else_recomputed():
     """At full size a 6 GiB expected output was copied to the host and back for every comparison even when it was
     not going to be kept; and eight idle judges each kept up to 24 GiB, on a 128 GiB host."""
-    from harness.judge import placement
+    from harness.judge.judge import placement
 
     gib = 2**30
     budgets = {"device_budget": 2 * gib, "host_budget": 4 * gib}
@@ -727,7 +727,7 @@ def test_the_judges_host_memory_is_shared_by_all_of_them(tmp_path):
 
 
 def _judge_for(settings):
-    from harness.judge import Judge
+    from harness.judge.judge import Judge
     from problems import load
 
     with harness.Evaluator("cpu", "small", settings=settings) as e:

@@ -11,8 +11,8 @@ import torch
 
 import harness
 from harness import EvalSettings
+from harness.judge.tf32_truncation import TruncatedTF32, truncate
 from harness.protocols import get_protocol, score
-from harness.tf32_truncation import TruncatedTF32, truncate
 
 FIXTURES = Path(harness.__file__).resolve().parent / "fixtures"
 SETTINGS = EvalSettings(naive_timing_trials=5, verified_min_iters=3, verified_max_iters=5,

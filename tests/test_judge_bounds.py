@@ -132,7 +132,7 @@ def test_a_judge_kept_busy_past_its_deadline_is_cut_off_and_the_candidate_charge
 def test_a_baseline_request_stops_when_the_candidate_process_is_gone():
     """The parent waits a bounded time for the judge's report once the candidate process has ended: a request the
     judge is still working on for a candidate that is gone ends at its next call, not after all of them."""
-    from harness.judge import Judge, Session
+    from harness.judge.judge import Judge, Session
     from problems import load
 
     with harness.Evaluator("cpu", "small", settings=SETTINGS) as e:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import harness.judge as J
+import harness.judge.judge as J
 import problems as P
 from agents.report import build_report
 from agents.report.audit import audit_record

@@ -263,7 +263,7 @@ for name in os.listdir("/proc"):
         except OSError:
             pass
         continue
-    kind = "judges" if ("harness.judge" in cmd or "harness/judge" in cmd) else \\
+    kind = "judges" if ("harness.judge.judge" in cmd or "harness/judge" in cmd) else \\
            "workers" if ("harness.worker" in cmd or "harness/worker" in cmd) else None
     if kind is None or not _ours(pid):
         continue
@@ -286,7 +286,7 @@ raise RuntimeError("KV_FINDINGS " + json.dumps(findings))
 
 def test_build_cannot_reach_the_judge_or_other_workers(ctx):
     token = secrets.token_hex(8)
-    judges_before = [p for p in _descendants(os.getpid()) if "harness.judge" in _cmdline(p)]
+    judges_before = [p for p in _descendants(os.getpid()) if "harness.judge.judge" in _cmdline(p)]
     assert judges_before, "setup: the module's judge should be running while the attacker builds"
     r = evaluate_attacker(ctx, _source(JUDGE_ATTACK, token, TEST_PID=str(os.getpid())))
     m = re.search(r"KV_FINDINGS (\{.*?\})", r.record.error or "")

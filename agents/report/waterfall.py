@@ -36,7 +36,7 @@ from a harness that timed ``verified_baseline_fp32`` with cuDNN TF32 off as well
 TF32 change into both steps on convolution problems (``timing`` up, ``tf32_baseline`` down); the
 step labels describe records from the harness that uses the defaults.
 
-* ``adversarial_inputs`` (right after the hidden scales) adds the trials of ``harness.adversarial`` (shifted
+* ``adversarial_inputs`` (right after the hidden scales) adds the trials of ``harness.judge.adversarial`` (shifted
   means, x100 magnitudes, heavy tails, near-constant rows, sparse inputs) to the verified trials; it changes only
   verdicts, and only of records that hold such trials (written since verified@3): on older records it changes
   nothing, and ``APPLIES`` says so.
@@ -53,8 +53,8 @@ from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel
 
-from harness.adversarial import ADVERSARIAL
 from harness.applicability import tf32_applies
+from harness.judge.adversarial import ADVERSARIAL
 from harness.measure.record import MeasurementRecord
 from harness.protocols import CONSERVATIVE_CREDIT, NAIVE, VERIFIED, Protocol
 

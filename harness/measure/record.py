@@ -65,7 +65,7 @@ class TrialResult(_Stored):
     """One correctness trial: one input set drawn from one distribution."""
 
     distribution: str = Field(description="'naive' | 'base' | 'x1' | 'x3' | 'x0.01' | 'neg' | an adversarial "
-                              "distribution (harness.adversarial: 'shift', 'large', 'heavy_tail', 'near_constant', "
+                              "distribution (harness.judge.adversarial: 'shift', 'large', 'heavy_tail', 'near_constant', "
                               "'sparse')")
     seed: int
     params: Literal["default", "perturbed", "reseeded"]  # reseeded: built under the verified seed, nothing loaded
@@ -75,7 +75,7 @@ class TrialResult(_Stored):
     tf32_baseline_min_tolerance: float | None = None
     tf32_truncated_max_abs: float | None = Field(
         None, description="error of the exact reference with every matmul/convolution operand truncated to TF32 "
-        "(what a truncating tensor-core kernel, e.g. Triton's tl.dot on fp32, computes; harness.tf32_truncation); "
+        "(what a truncating tensor-core kernel, e.g. Triton's tl.dot on fp32, computes; harness.judge.tf32_truncation); "
         "None where no matmul or convolution ran")
     tf32_baseline_all_zero: bool = Field(
         False, description="that baseline's output was all zeros while the exact one is not (the exact values round "

@@ -17,7 +17,7 @@ class EvalSettings(BaseModel):
     naive_trials: int = Field(5, description="KernelBench's 5 correctness trials")
     verified_base_trials: int = Field(5, description="ordinary trials before the hidden distributions")
     verified_adversarial_trials: int = Field(
-        2, ge=0, description="draws of each adversarial distribution (harness.adversarial) among the verified trials; "
+        2, ge=0, description="draws of each adversarial distribution (harness.judge.adversarial) among the verified trials; "
                              "two, since one draw of a heavy tail misses a strided subsample ~1% of the time")
     naive_timing_trials: int = Field(100, description="KernelBench: 100 timed calls, mean")
     naive_warmup: int = 3

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import time
 
-from .wire.conn import Conn, WireError
+from ..wire.conn import Conn, WireError
 
 
 class PeerLink:

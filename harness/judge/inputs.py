@@ -14,9 +14,9 @@ import torch
 
 from problems.domains import Domain, allowed_scales
 
+from ..measure.reference import KERNELBENCH_SEED
+from ..wire.job import JobSpec
 from . import adversarial
-from .measure.reference import KERNELBENCH_SEED
-from .wire.job import JobSpec
 
 # Hidden distributions of the verified protocol: name -> scale applied to floating inputs.
 HIDDEN_SCALES: dict[str, float] = {"x1": 1.0, "x3": 3.0, "x0.01": 0.01, "neg": -1.0}
@@ -24,7 +24,7 @@ HIDDEN_SCALES: dict[str, float] = {"x1": 1.0, "x3": 3.0, "x0.01": 0.01, "neg": -
 
 @dataclass(frozen=True)
 class TrialSpec:
-    distribution: str  # 'naive', 'base', a HIDDEN_SCALES key or an adversarial distribution (harness.adversarial)
+    distribution: str  # 'naive', 'base', a HIDDEN_SCALES key or an adversarial distribution (harness.judge.adversarial)
     seed: int
     scale: float
     params: str  # 'default' | 'perturbed'
