@@ -41,7 +41,7 @@ LEAD_US = 200.0
 def serve(conn: Conn, buf: DeviceSharedBuffer, nbytes: int) -> None:
     """The candidate's side, as the worker's timed call does it: the pre-call work, 'go', the timer (around
     nothing, or a ReLU), the hand-over, a sync, the report with the timer's reading."""
-    from harness.worker import _pre_call
+    from harness.candidate.worker import _pre_call
 
     ops = DeviceOps("cuda")
     clock = Clock(ops)

@@ -66,7 +66,7 @@ import time
 import traceback
 from pathlib import Path
 
-from .candidate import import_candidate
+from .candidate.load import import_candidate
 
 PCH_ENV = "KV_PCH_DIR"
 PCH_TIMEOUT_ENV = "KV_PCH_TIMEOUT_S"

@@ -48,7 +48,7 @@ from .build import (
     _pch_plan,
     build_env,
 )
-from .candidate import source_hash
+from .candidate.load import source_hash
 from .errors import HarnessError
 from .judge.inputs import seeds_needed
 from .measure.device import usable_cpus
@@ -250,7 +250,7 @@ class _JudgeHandle:
     def __init__(self, problem_id: str, child: Child, conn: Conn, environment: dict, work: Path,
                  peer: tuple[Child, Path] | None = None) -> None:
         self.problem_id, self.child, self.conn, self.environment, self.work = problem_id, child, conn, environment, work
-        self.peer = peer  # its calibration peer (harness.clock_peer), ended with it
+        self.peer = peer  # its calibration peer (harness.candidate.clock_peer), ended with it
         self.lock = threading.Lock()
 
     def alive(self) -> bool:
@@ -491,12 +491,12 @@ class Evaluator:
                 "perturb_seed": secrets.randbelow(2**31 - 1)}
 
     def _start_clock_peer(self) -> tuple[tuple[Child, Path], socket.socket]:
-        """The judge's calibration peer (``harness.clock_peer``), sandboxed as a candidate's evaluation is, on the same
+        """The judge's calibration peer (``harness.candidate.clock_peer``), sandboxed as a candidate's evaluation is, on the same
         device; returns it and the socket end the judge gets. Its folder is deleted with it."""
         work = Path(tempfile.mkdtemp(prefix="clock-peer-", dir=self._tmp_root))
         ours, theirs = socket.socketpair()
         try:
-            child = spawn_module("harness.clock_peer", [str(theirs.fileno())], cwd=work,
+            child = spawn_module("harness.candidate.clock_peer", [str(theirs.fileno())], cwd=work,
                                  env=_sandboxed_env(self.device, self.gpu_index, work), max_file_bytes=2**30,
                                  pass_fds=(theirs.fileno(),), die_with_parent=False, sandbox=self._policy(work))
         except BaseException:
@@ -799,7 +799,7 @@ class Evaluator:
         # closes, which the kernel does when this process dies.
         spare = mode == "--spare"
         policy = dataclasses.replace(slot.policy, die_with_parent=not spare)
-        return spawn_module("harness.worker", [mode], cwd=slot.work, sandbox=policy, memory_cap=self._memory_cap(),
+        return spawn_module("harness.candidate.worker", [mode], cwd=slot.work, sandbox=policy, memory_cap=self._memory_cap(),
                             env=_sandboxed_env(self.device, self.gpu_index, slot.work), die_with_parent=not spare,
                             max_file_bytes=self.settings.max_output_file_bytes,
                             pass_fds=(slot.write_fd, slot.cand_sock.fileno()), stdin_pipe=True)

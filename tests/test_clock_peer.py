@@ -1,4 +1,4 @@
-"""Issue 30: the judge's clock can calibrate through a peer placed as the candidate is (harness.clock_peer,
+"""Issue 30: the judge's clock can calibrate through a peer placed as the candidate is (harness.candidate.clock_peer,
 EvalSettings.witness_calibration='peer'): a sandboxed process of the harness's own that makes a timed call without
 the kernel, so a second process and a second device context are in the calibration. These tests run it on a CPU."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import harness
 from harness import EvalSettings
-from harness.clock_peer import serve
+from harness.candidate.clock_peer import serve
 from harness.judge.peer_link import PeerLink
 from harness.wire.conn import Conn
 
@@ -72,7 +72,7 @@ def test_a_peer_that_is_gone_leaves_no_sample_and_says_why():
 
 
 def _peers_running() -> int:
-    out = subprocess.run(["pgrep", "-f", "harness.clock_peer"], capture_output=True, text=True).stdout
+    out = subprocess.run(["pgrep", "-f", "harness.candidate.clock_peer"], capture_output=True, text=True).stdout
     return len(out.split())
 
 

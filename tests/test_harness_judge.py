@@ -658,7 +658,7 @@ def test_the_judges_device_memory_is_not_counted_as_the_kernels(monkeypatch):
 
     import torch
 
-    from harness.worker import Ctx
+    from harness.candidate.worker import Ctx
 
     device = {"used": 0}
     ops = types.SimpleNamespace(is_cuda=True, used_bytes=lambda: device["used"])

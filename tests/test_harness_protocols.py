@@ -119,7 +119,7 @@ def test_monkey_patch_guard_sees_patches_and_ignores_classmethod_rebinding():
 
     import torch
 
-    from harness import guards as G
+    from harness.candidate import guards as G
 
     before = G.snapshot_functions()
     assert G.functions_unpatched(before, G.snapshot_functions()).passed  # classmethods rebind on access

@@ -264,7 +264,7 @@ for name in os.listdir("/proc"):
             pass
         continue
     kind = "judges" if ("harness.judge.judge" in cmd or "harness/judge" in cmd) else \\
-           "workers" if ("harness.worker" in cmd or "harness/worker" in cmd) else None
+           "workers" if ("harness.candidate.worker" in cmd or "harness/candidate/worker" in cmd) else None
     if kind is None or not _ours(pid):
         continue
     findings[kind].append(pid)

@@ -275,7 +275,7 @@ class Judge:
         self.reference_precision = "float64"
         self.rng = random.SystemRandom()
         self._echo: Conn | None = None  # the judge's own peer for timing a message round trip
-        self.peer: PeerLink | None = None  # the calibration peer (harness.clock_peer), when the runner started one
+        self.peer: PeerLink | None = None  # the calibration peer (harness.candidate.clock_peer), when the runner started one
         self.compiled: Any = None
         self.compile_seconds: float | None = None
         self.compile_error: str | None = None

@@ -1,4 +1,4 @@
-"""The judge's side of its calibration peer (``harness.clock_peer``, the sandboxed process that does a timed call
+"""The judge's side of its calibration peer (``harness.candidate.clock_peer``, the sandboxed process that does a timed call
 without the kernel): one calibration sample per ``PeerLink.sample``."""
 
 from __future__ import annotations

@@ -35,7 +35,7 @@ class EvalSettings(BaseModel):
     witness_calibration: Literal["judge", "peer"] = Field(
         "judge", description="where the judge's clock calibrates what a timed call costs besides the kernel: 'peer', "
                             "a sandboxed process of the harness's own that does a timed call without the kernel "
-                            "(harness.clock_peer: a second process and, on a GPU, a second context, as the candidate "
+                            "(harness.candidate.clock_peer: a second process and, on a GPU, a second context, as the candidate "
                             "is); 'judge' (default), in the judge's own process: on the H200 both calibrated a small "
                             "kernel's call alike (0.40-0.53 ms), and the peer holds a CUDA context per judge")
     timing_input_sets: int = Field(3, description="rotating input sets for verified timing (distinct pointers)")

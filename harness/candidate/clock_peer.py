@@ -6,14 +6,14 @@ on the H200 a sandboxed child's kernel-less exchange cost ~0.15 ms more than a t
 GPU last (a second CUDA context; benchmarks/results/h200_witness_overhead_peers.md, h200_witness_overhead.md). This
 process is the harness's own code, started beside a judge in a sandbox of the same kind as a candidate's
 (``harness.sandbox``: own pid namespace, dropped uid, seccomp) on the same device. Per calibration sample it does what
-the worker does around a timed call (``harness.worker``: the pre-call work, 'go', the timer with its launch hold, the
+the worker does around a timed call (``harness.candidate.worker``: the pre-call work, 'go', the timer with its launch hold, the
 hand-over of an output of the expected size through a buffer of the judge's kind, a sync, the report), with no
 kernel; the judge times the exchange exactly as it times the candidate's. No candidate code ever runs here, and no
 candidate process can see it. Opt-in (``EvalSettings.witness_calibration='peer'``): with the worker's pre-call work
 before 'go', the context switch falls outside the interval, and on the H200 the peer calibrated honest small kernels'
 calls as the judge does (h200_witness_honest_peer.md).
 
-    python -m harness.clock_peer FD      (FD: a socket to the judge; the first message says device and buffer kind)
+    python -m harness.candidate.clock_peer FD      (FD: a socket to the judge; the first message says device and buffer kind)
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ import sys
 
 import torch
 
-from .measure.device import Clock, DeviceOps
-from .wire.conn import Conn, WireError
-from .wire.shm import DTYPES, handover_buffer
+from ..measure.device import Clock, DeviceOps
+from ..wire.conn import Conn, WireError
+from ..wire.shm import DTYPES, handover_buffer
 
 
 def serve(conn: Conn) -> int:
