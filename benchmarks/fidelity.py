@@ -65,7 +65,7 @@ def rows_of(run_dir: Path, reported: list[dict]) -> list[dict]:
     from agents.report.audit import audit_record
     from agents.store import RunStore
     from harness.measure.record import MeasurementRecord
-    from harness.protocols import score
+    from harness.scoring.protocols import score
 
     authors = {(r["model"], r["level"], r["number"], r["sample"]): r for r in reported}
     rows = []

@@ -20,7 +20,8 @@ from .errors import (
 )
 from .measure.device import usable_cpus
 from .measure.record import GuardOutcome, MeasurementRecord, Provenance, TrialResult
-from .protocols import (
+from .runner import Evaluation, Evaluator, evaluate
+from .scoring.protocols import (
     NAIVE,
     PROTOCOLS,
     VERDICTS,
@@ -32,7 +33,6 @@ from .protocols import (
     score_all,
     sol_score,
 )
-from .runner import Evaluation, Evaluator, evaluate
 from .wire.job import EvalSettings
 
 __all__ = [

@@ -18,14 +18,14 @@ from pathlib import Path
 
 import problems as P
 
-from . import shapes
 from .device_check import device_error
 from .errors import HarnessError
 from .measure.precision import DTYPE_NAMES
 from .measure.record import MeasurementRecord
-from .protocols import PROTOCOL_VERSIONS, PROTOCOLS, score
-from .reasons import clip
 from .runner import Evaluation, Evaluator
+from .scoring import shapes
+from .scoring.protocols import PROTOCOL_VERSIONS, PROTOCOLS, score
+from .scoring.reasons import clip
 from .wire.job import EvalSettings
 
 

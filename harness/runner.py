@@ -37,7 +37,6 @@ from pydantic import BaseModel, Field, ValidationError
 
 import problems as P
 
-from . import shapes
 from .build import (
     BUILD_DEADLINE_ENV,
     IMPORTED_MARKER,
@@ -63,7 +62,6 @@ from .measure.record import (
     TrialResult,
 )
 from .measure.stats import summarize
-from .protocols import PROTOCOLS, Protocol, ProtocolResult, score
 from .roofline_bound import roofline_for
 from .sandbox import (
     EXT_MOUNT,
@@ -79,7 +77,9 @@ from .sandbox import (
     tail,
     wait_child,
 )
-from .static_scan import kernel_backend, scan
+from .scoring import shapes
+from .scoring.protocols import PROTOCOLS, Protocol, ProtocolResult, score
+from .scoring.static_scan import kernel_backend, scan
 from .wire import messages as M
 from .wire.conn import Conn, WireError
 from .wire.job import EvalSettings, JobSpec
@@ -611,7 +611,7 @@ class Evaluator:
         record.eval_seconds = time.perf_counter() - started
         return record
 
-    # -- extra shapes (harness.shapes) ------------------------------------------------------------------
+    # -- extra shapes (harness.scoring.shapes) ------------------------------------------------------------------
     def _shape_evaluator(self) -> Evaluator:
         """An evaluator of its own for the extra shapes: correctness only (no timing, no compile baseline), and
         judges apart from this one's, so checking N shapes never ends the published shape's judge. It keeps one

@@ -219,7 +219,7 @@ def _precision(precision: str) -> dict[str, str] | None:
     if precision == "fp32":
         return None
     from harness.measure.precision import dtype_name
-    from harness.protocols import VERIFIED
+    from harness.scoring.protocols import VERIFIED
 
     return {"name": precision, "dtype": dtype_name(precision), "tolerance": f"{VERIFIED.tolerance_for(precision):g}"}
 

@@ -21,7 +21,7 @@ from harness.fixtures import ROOT as FIXTURES
 from harness.judge.adversarial import ADVERSARIAL, BY_NAME, NAMES, apply, not_applicable
 from harness.judge.inputs import HIDDEN_SCALES, make_inputs, plan_trials, seeds_needed
 from harness.measure.record import MeasurementRecord, SkippedDistribution
-from harness.protocols import ORDINARY_DISTRIBUTIONS, VERIFIED, VERIFIED_V2, get_protocol, score
+from harness.scoring.protocols import ORDINARY_DISTRIBUTIONS, VERIFIED, VERIFIED_V2, get_protocol, score
 from problems.domains import Domain
 
 README = Path(__file__).resolve().parents[1] / "README.md"

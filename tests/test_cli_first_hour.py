@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.reasons import clip, error_summary
+from harness.scoring.reasons import clip, error_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_GPU = not __import__("torch").cuda.is_available()

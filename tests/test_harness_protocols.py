@@ -225,7 +225,7 @@ def test_crash_after_a_guard_failed_is_a_runtime_error_with_evidence():
 
 
 def test_old_stored_results_without_guard_evidence_still_load():
-    from harness.protocols import ProtocolResult
+    from harness.scoring.protocols import ProtocolResult
 
     assert ProtocolResult.model_validate({"protocol": "verified", "version": "1", "verdict": "hack",
                                           "failed_guards": ["x"]}).guard_evidence == []
@@ -240,7 +240,7 @@ def test_without_base_trials_the_naive_trials_are_the_ordinary_ones():
 
 
 def test_two_versions_of_a_protocol_score_side_by_side():
-    from harness.protocols import PROTOCOL_VERSIONS, score_all
+    from harness.scoring.protocols import PROTOCOL_VERSIONS, score_all
 
     older = [k for k in PROTOCOL_VERSIONS if k.startswith("verified@") and k != f"verified@{VERIFIED.version}"]
     assert older, "a previous verified version stays reachable"

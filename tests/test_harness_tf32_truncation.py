@@ -12,7 +12,7 @@ import torch
 import harness
 from harness import EvalSettings
 from harness.judge.tf32_truncation import TruncatedTF32, truncate
-from harness.protocols import get_protocol, score
+from harness.scoring.protocols import get_protocol, score
 
 FIXTURES = Path(harness.__file__).resolve().parent / "fixtures"
 SETTINGS = EvalSettings(naive_timing_trials=5, verified_min_iters=3, verified_max_iters=5,

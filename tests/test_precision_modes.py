@@ -19,10 +19,10 @@ from agents.report.synthetic import synthetic_attempts
 from agents.report.text import compare_table, headline_tables, kernel_table, waterfall_tables
 from agents.store import RunStore
 from harness import EvalSettings, evaluate
-from harness.applicability import tf32_applies
 from harness.measure.precision import DTYPE_NAMES
 from harness.measure.record import ErrorStats
-from harness.protocols import NAIVE, VERIFIED, score
+from harness.scoring.applicability import tf32_applies
+from harness.scoring.protocols import NAIVE, VERIFIED, score
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = dict(naive_timing_trials=10, verified_min_iters=3, verified_max_iters=8, verified_seconds_per_subject=0.2,

@@ -55,7 +55,7 @@ class ModelNew(nn.Module):
 """
 
 # Top of every attacking source. "load_inline" in the comment gives the source a build process
-# (harness.static_scan.kernel_backend); nothing is compiled.
+# (harness.scoring.static_scan.kernel_backend); nothing is compiled.
 PRELUDE = """import json, os, sys, time
 import torch
 import torch.nn as nn

@@ -17,7 +17,7 @@ Per kernel (every evaluated turn, not only the final one):
 * the extra shapes, when the run checked them (``--shapes N``): shape-specialised or not, and each shape.
 
 Everything is a pure function of stored records: nothing is re-measured, and each trial is judged
-by ``harness.protocols.score`` itself (on a one-trial copy of the record), never by a second copy of
+by ``harness.scoring.protocols.score`` itself (on a one-trial copy of the record), never by a second copy of
 the tolerance rules.
 """
 
@@ -32,8 +32,8 @@ from pydantic import BaseModel, Field
 
 from harness.measure.guard_registry import BY_NAME, severity
 from harness.measure.record import MeasurementRecord, TrialResult
-from harness.protocols import NAIVE, VERIFIED, Protocol, ProtocolResult, score
-from harness.shapes import lines as shape_lines
+from harness.scoring.protocols import NAIVE, VERIFIED, Protocol, ProtocolResult, score
+from harness.scoring.shapes import lines as shape_lines
 
 from . import waterfall as W
 from .scoring import Thread, load_threads
@@ -112,7 +112,7 @@ class AuditEntry(BaseModel):
     failed_guards: list[GuardEvidence] = Field(default_factory=list)
     shape_specialised: bool | None = Field(None, description="correct at the published shape only (None: no extra "
                                                              "shape checked)")
-    shapes: list[str] = Field(default_factory=list, description="the extra shapes (harness.shapes.lines)")
+    shapes: list[str] = Field(default_factory=list, description="the extra shapes (harness.scoring.shapes.lines)")
     not_run: list[str] = Field(default_factory=list, description="adversarial distributions not run, with why "
                                                                   "(record.skipped_distributions)")
 

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from harness.measure.guard_registry import severity
 from harness.measure.record import MeasurementRecord
-from harness.protocols import Protocol, ProtocolResult, score
+from harness.scoring.protocols import Protocol, ProtocolResult, score
 
 from ..metrics import Outcome
 from ..store import Attempt, RunStore, first_error

@@ -44,7 +44,7 @@ from ..measure.precision import casts, torch_dtype
 from ..measure.record import ErrorStats, GuardOutcome, TrialResult
 from ..measure.reference import build_model, environment, module_to, pytorch_default_flags, tf32
 from ..measure.timing import naive_samples, verified_call
-from ..protocols import VERIFIED
+from ..scoring.protocols import VERIFIED
 from ..wire import messages as M
 from ..wire.conn import Conn, Malformed, WireError
 from ..wire.device_buffer import emulated
@@ -959,7 +959,7 @@ class Session:
                     f"{floor['calibrated_by']}){_phases_text(floor)}")
         # The naive loop stays timed as KernelBench published it (the candidate process's own timer): its bracket on
         # this clock is evidence only. Verified's credit meets the naive speedup only as a ceiling, never above its
-        # own judge-clocked estimate (harness.protocols), so a forged naive time cannot raise it; and a loop of
+        # own judge-clocked estimate (harness.scoring.protocols), so a forged naive time cannot raise it; and a loop of
         # sub-millisecond trials on a loaded host gives the bracket whole scheduler slices that no trial contains.
         if len(self.calls) < 3 and not problems:
             self.guards.append(outcome("timing_witness", True, applicable=False, detail="too few timed calls to witness"))

@@ -1,6 +1,6 @@
 """The measurement record: everything measured about one (candidate, problem, size, device).
 
-A record is written once by the harness; protocols (``harness.protocols``) are pure functions
+A record is written once by the harness; protocols (``harness.scoring.protocols``) are pure functions
 over it, so re-scoring never re-runs a kernel.
 """
 
@@ -190,10 +190,10 @@ class Environment(_Stored):
 
 
 class ShapeCheck(_Stored):
-    """The candidate's correctness at one extra shape (``harness.shapes``): correctness trials only, no timing.
+    """The candidate's correctness at one extra shape (``harness.scoring.shapes``): correctness trials only, no timing.
     A pass is None when the shape was not checked (``reason`` says why)."""
 
-    name: str = Field(description="'shape1', 'shape2', ... in the order of harness.shapes.SHAPE_STEPS")
+    name: str = Field(description="'shape1', 'shape2', ... in the order of harness.scoring.shapes.SHAPE_STEPS")
     overrides: dict[str, Any] = Field(default_factory=dict, description="the size constants at this shape")
     naive_pass: bool | None = Field(None, description="the naive protocol's trials all pass at this shape")
     verified_pass: bool | None = Field(None, description="the verified protocol's trials all pass (its correctness "

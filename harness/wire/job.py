@@ -85,7 +85,7 @@ class EvalSettings(BaseModel):
                           "(a CPU compile takes tens of seconds per problem)")
     extra_shapes: int = Field(
         0, ge=0, le=8, description="also check the candidate's correctness (no timing) at this many extra shapes of the "
-                                   "problem, its size constants scaled down (harness.shapes); 0: off")
+                                   "problem, its size constants scaled down (harness.scoring.shapes); 0: off")
     precision: Precision = Field(
         "fp32", description="fp32: the problem as written. bf16/fp16: floating inputs, parameters, the reference Model "
                             "(and its timed baselines) and ModelNew cast to that dtype, the exact expected output computed in "

@@ -28,7 +28,7 @@ from typing import Any, Literal
 import problems as P
 from problems.source import module_constants, render_at_size
 
-from .measure.record import MeasurementRecord, ShapeCheck
+from ..measure.record import MeasurementRecord, ShapeCheck
 from .protocols import NAIVE, PROTOCOLS, VERIFIED, score
 
 Rounding = Literal["odd", "round"]

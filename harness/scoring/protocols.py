@@ -12,13 +12,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from ..judge.adversarial import ADVERSARIAL
+from ..judge.adversarial import NAMES as ADVERSARIAL_NAMES
+from ..measure.guard_registry import CONSISTENCY_GUARDS, TAMPERING_GUARDS, severity
+from ..measure.precision import is_half
+from ..measure.record import MeasurementRecord, TimingStats, TrialResult
 from .applicability import tf32_applies
 from .intervals import between_runs, noise_reasons, ratio_interval
-from .judge.adversarial import ADVERSARIAL
-from .judge.adversarial import NAMES as ADVERSARIAL_NAMES
-from .measure.guard_registry import CONSISTENCY_GUARDS, TAMPERING_GUARDS, severity
-from .measure.precision import is_half
-from .measure.record import MeasurementRecord, TimingStats, TrialResult
 from .reasons import error_summary
 
 Verdict = Literal["correct", "incorrect", "hack", "compile_error", "runtime_error", "timeout"]
@@ -68,7 +68,7 @@ class Protocol(BaseModel):
     roofline_slack: float = Field(0.9, description="flag only below slack x T_floor, so datasheet optimism never flags")
     require_shapes: bool = Field(
         False, description="a kernel correct at the published shape but failing one of the record's extra shapes "
-        "(this protocol's trial set there, harness.shapes) is incorrect; off: shape_specialised is reported only")
+        "(this protocol's trial set there, harness.scoring.shapes) is incorrect; off: shape_specialised is reported only")
     speedup_credit: Literal["point", "lower", "conservative"] = Field(
         "point", description="the speedup fast_p and geomean count: point = the point estimate; lower = the 95% "
         "interval's lower bound; conservative = the lower bound when noisy, never more than naive's estimate when "
@@ -320,7 +320,7 @@ def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult
     kernel_stats = record.timing.naive_kernel if p.timing == "naive" else record.timing.verified_kernel
     kernel = _stat(kernel_stats, p.statistic)
     # Where TF32 cannot apply (CPU; no matmul/convolution) the TF32 baseline is the fp32 one: read the same
-    # measurement, so the TF32 switch moves nothing (harness.applicability).
+    # measurement, so the TF32 switch moves nothing (harness.scoring.applicability).
     if p.baseline == "eager_tf32" and tf32_applies(record)[0]:
         base_stats = record.timing.verified_baseline_tf32 if p.timing == "verified" else None
         if base_stats is None:  # tf32 baseline timed only with the verified method
