@@ -37,7 +37,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 import problems as P
 
-from .build import (
+from .build.build import (
     BUILD_DEADLINE_ENV,
     IMPORTED_MARKER,
     MAX_PCH_VARIANTS,
@@ -96,7 +96,7 @@ def _build_environment() -> str:
 
 
 def pch_dir() -> Path | None:
-    """Where build processes keep precompiled ``torch/extension.h`` headers (``harness.build``):
+    """Where build processes keep precompiled ``torch/extension.h`` headers (``harness.build.build``):
     ``KV_PCH_DIR`` if set (empty: off), else ``DEFAULT_CACHE/pch``. Not under an Evaluator's own
     ``cache_dir``: a PCH is keyed by compiler, flags and torch version, never by candidate, so every
     cache on the machine shares it (a test's temporary cache does not make a new ~0.8 GB one)."""
@@ -108,7 +108,7 @@ def pch_dir() -> Path | None:
 
 def object_cache_dir() -> Path | None:
     """Where trusted in-process builds (the demo kernels' tests) keep compiled translation units for reuse
-    (``harness.compile_launcher``): ``KV_OBJECT_CACHE_DIR`` if set (empty: off), else ``DEFAULT_CACHE/objects``.
+    (``harness.build.compile_launcher``): ``KV_OBJECT_CACHE_DIR`` if set (empty: off), else ``DEFAULT_CACHE/objects``.
     Never given to a candidate's build: an object one candidate's build made could reach another candidate whose
     unit has the same text."""
     env = os.environ.get("KV_OBJECT_CACHE_DIR")
@@ -325,7 +325,7 @@ class Evaluator:
         ``cpp_extension``, no Triton) skips that process: the candidate process imports it anyway and
         reports import errors as compile errors, so the separate step would only cost a Python start.
         With ``problem_id``, a source whose import compiled nothing is also built once as ModelNew(*init)
-        there (``harness.build``), for the extensions it compiles in its constructor."""
+        there (``harness.build.build``), for the extensions it compiles in its constructor."""
         if not _builds_ahead(source):
             return BuildResult(True, 0.0, "", False)
         ext = self.extensions_dir(source)
@@ -381,7 +381,7 @@ class Evaluator:
         env[PCH_REQUESTS_ENV] = str(work / "pch-requests.jsonl")
         # The build imports the candidate: it runs sandboxed, with only its build folder and this source's own
         # extensions folder writable (at EXT_MOUNT); what it leaves there is filed below by this process.
-        res = run_module("harness.build", args, cwd=work, env=env, sandbox=self._policy(work, ext),
+        res = run_module("harness.build.build", args, cwd=work, env=env, sandbox=self._policy(work, ext),
                          timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes,
                          niceness=self.settings.build_niceness, memory_cap=self.settings.memory_limit_bytes)
         own(ext, 0)
@@ -440,7 +440,7 @@ class Evaluator:
         work = Path(tempfile.mkdtemp(prefix="pch-", dir=self._tmp_root))
         timeout = self.settings.build_timeout_s / 3
         try:
-            run_module("harness.build", ["--make-pch", str(root), cxx, cflags, post, str(timeout)], cwd=work,
+            run_module("harness.build.build", ["--make-pch", str(root), cxx, cflags, post, str(timeout)], cwd=work,
                        env=_sandboxed_env(self.device, self.gpu_index, work), sandbox=self._policy(work, writable=(d,)),
                        timeout_s=timeout + 30, max_file_bytes=self.settings.max_output_file_bytes,
                        niceness=self.settings.build_niceness, memory_cap=self.settings.memory_limit_bytes)

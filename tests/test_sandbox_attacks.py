@@ -8,7 +8,7 @@ Every test asserts three things:
   3. the honest candidate evaluated next keeps its true verdict (``correct`` under both protocols).
 
 Attacks run in the candidate's top-level code, so a source that mentions ``load_inline`` runs them in its build
-process (``harness.build`` imports it) and again in its evaluation process; PHASE tells them apart. Attacks that
+process (``harness.build.build`` imports it) and again in its evaluation process; PHASE tells them apart. Attacks that
 could harm the machine or the repository are bounded here (a self-limited process flood, a modest /dev/shm file,
 new files only, SIGSTOP always followed by SIGCONT, signals only to this test's own descendants) and whatever
 they leave behind is removed in ``finally``. No caches of the machine are touched: cache_dir, KV_PCH_DIR and
