@@ -35,7 +35,7 @@ class SweepConfig(BaseModel):
     device: Literal["cuda", "cpu"] | None = Field(None, description="None: cuda when a GPU is visible, else cpu")
     backend: Backend | None = Field(None, description="None: cuda on a GPU, cpu on the CPU")
     size: Literal["small", "full"] | None = Field(None, description="None: full on cuda, small on cpu")
-    precision: str = Field("fp32", description="harness.precision: fp32 (the problems as written), bf16 or fp16 (inputs, "
+    precision: str = Field("fp32", description="harness.measure.precision: fp32 (the problems as written), bf16 or fp16 (inputs, "
                                                "parameters, reference and kernel in that dtype; the prompts say so)")
     gpus: int | None = Field(None, ge=1, description="evaluation workers: one per GPU (cuda) / parallel workers (cpu, default 1)")
     build_workers: int | None = Field(None, ge=1, description="parallel builds; None = CPU count")
@@ -69,8 +69,8 @@ class SweepConfig(BaseModel):
             raise ValueError("--ray-address, --gpu-type and --allow-gpu-types need --executor ray")
         if self.allow_gpu_types and not self.gpu_type:
             raise ValueError("--allow-gpu-types needs --gpu-type")
-        if self.precision != "fp32":  # checked against harness.precision only then: importing harness imports torch
-            from harness.precision import check
+        if self.precision != "fp32":  # checked against harness.measure.precision only then: importing harness imports torch
+            from harness.measure.precision import check
 
             check(self.precision)
         if "precision" in self.eval_settings:

@@ -109,7 +109,7 @@ class LocalExecutor(Executor):
 
     # -- public -----------------------------------------------------------------------------------
     def submit(self, kernel_source: str, problem_id: str) -> Future:
-        from harness.candidate import source_hash
+        from harness.candidate.load import source_hash
 
         h = source_hash(kernel_source)
         with self._lock:

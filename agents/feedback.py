@@ -234,8 +234,8 @@ def _verified_line(res: dict[str, Any], record: dict[str, Any]) -> list[str]:
             "TF32-enabled PyTorch baseline, anti-cheating guards): ")
     precision = record.get("precision") or "fp32"
     if precision != "fp32":  # a bf16/fp16 run: that dtype's tolerance (the protocol's) and a baseline in that dtype
-        from harness.precision import dtype_name
-        from harness.protocols import VERIFIED
+        from harness.measure.precision import dtype_name
+        from harness.scoring.protocols import VERIFIED
 
         head = (f"Verified check (further hidden inputs, randomised parameters, {dtype_name(precision)} inputs and "
                 f"output, tolerance about {VERIFIED.tolerance_for(precision):g}, PyTorch baseline in "

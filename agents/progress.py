@@ -30,7 +30,7 @@ class ProtocolSummary(BaseModel):
 class SummaryRow(BaseModel):
     model: str
     strategy: str
-    precision: str = Field("fp32", description="harness.precision: runs at two precisions are never pooled")
+    precision: str = Field("fp32", description="harness.measure.precision: runs at two precisions are never pooled")
     problems: int = Field(0, description="problems with at least one recorded attempt")
     samples: int = 0
     attempts: int = 0

@@ -265,7 +265,7 @@ class RayExecutor(Executor):
     # -- public -----------------------------------------------------------------------------------
     def submit(self, kernel_source: str, problem_id: str, *, gpu_type: str | None = None) -> Future:
         """As ``Executor.submit``; ``gpu_type`` restricts this job to one of the executor's GPU types."""
-        from harness.candidate import source_hash
+        from harness.candidate.load import source_hash
 
         if gpu_type is not None and gpu_type not in self.gpu_types:
             raise ValueError(f"gpu_type {gpu_type!r} is not one of this executor's types {self.gpu_types}")

@@ -32,7 +32,7 @@ class Attempt(BaseModel):
     """One turn of one (model, strategy, problem, sample)."""
 
     # inf/NaN in the record (an error statistic of a NaN output) are written as "Infinity"/"NaN" strings,
-    # not as null, so the record reads back as it was measured (harness.record._Stored).
+    # not as null, so the record reads back as it was measured (harness.measure.record._Stored).
     model_config = ConfigDict(ser_json_inf_nan="strings")
     _line: int | None = PrivateAttr(None)  # where it was read from (RunStore iteration)
 
@@ -65,7 +65,7 @@ class Attempt(BaseModel):
     eval_reused: bool = Field(False, description="the same kernel was already measured in this run: record shared")
     size: str = "small"
     device: str = "cpu"
-    precision: str = Field("fp32", description="the run's precision (harness.precision); attempts stored before "
+    precision: str = Field("fp32", description="the run's precision (harness.measure.precision); attempts stored before "
                                                "precision modes: fp32")
     created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat())
 

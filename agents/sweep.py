@@ -23,7 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 import problems as P
-from harness.precision import DTYPE_NAMES
+from harness.measure.precision import DTYPE_NAMES
 
 from .config import EXECUTION_FIELDS, SweepConfig
 from .driver import Driver, SampleTask, read_errors
@@ -274,7 +274,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--precision", choices=list(DTYPE_NAMES),
                     help="fp32 (default): the problems as written. bf16/fp16: inputs, parameters, the reference and its "
                          "baseline timing, and every kernel in that dtype, output expected in it, that dtype's tolerance "
-                         "(TF32 does not apply); the prompts tell the model (harness.precision)")
+                         "(TF32 does not apply); the prompts tell the model (harness.measure.precision)")
     ap.add_argument("--gpus", type=int, help="evaluation workers (one per GPU)")
     ap.add_argument("--build-workers", type=int)
     ap.add_argument("--concurrency", type=int, help="conversations in flight")
@@ -292,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="override a harness.EvalSettings field, e.g. verified_seconds_per_subject=2")
     ap.add_argument("--shapes", type=int, metavar="N",
                     help="also check every kernel's correctness (no timing) at N extra shapes of its problem (size "
-                         "constants scaled down, harness.shapes; default 0: off); sets eval setting extra_shapes")
+                         "constants scaled down, harness.scoring.shapes; default 0: off); sets eval setting extra_shapes")
     ap.add_argument("--executor", choices=["local", "ray"], help="where evaluations run (default local)")
     ap.add_argument("--ray-address", help="Ray cluster to join: auto, or HOST:6379 (default: start a local Ray)")
     ap.add_argument("--gpu-type", help="Ray: only workers declaring resource gpu_type:<TYPE>, e.g. H200")
@@ -334,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"error: {device_error(args.device) or f'--device {args.device}: use cpu or cuda'}", file=sys.stderr)
             return 2
     if args.shapes is not None:
-        from harness.shapes import MAX_SHAPES
+        from harness.scoring.shapes import MAX_SHAPES
 
         if not 0 <= args.shapes <= MAX_SHAPES:
             print(f"error: --shapes takes 0 to {MAX_SHAPES}, not {args.shapes}", file=sys.stderr)

@@ -3,7 +3,7 @@
     python benchmarks/build_caches.py --out DIR [--source harness/examples/cuda/relu.py]
 
 Four builds of one kernel, each in a fresh process and extensions folder, sharing an object cache and
-a PCH folder that start empty (harness/compile_launcher.py, harness/build.py):
+a PCH folder that start empty (harness/build/compile_launcher.py, harness/build/build.py):
 
 1. cold:           nothing cached; this build starts the PCH maker in the background and does not wait
                    for it (unless KV_PCH_WAIT_MAX_S is set)
@@ -54,7 +54,7 @@ def build_once(step: int, source: str, objects: Path, pch: Path) -> dict:
         cx.CUDA_HOME = str(Path(os.path.realpath(nvcc)).parent.parent) if nvcc else None
         os.environ.setdefault("TORCH_CUDA_ARCH_LIST", "9.0")
     sys.path.insert(0, str(ROOT))
-    from harness.build import enable_build_caches
+    from harness.build.build import enable_build_caches
 
     enable_build_caches(pch, objects, timeout_s=600)
     cpp, cuda, funcs = kernel_source(Path(source))

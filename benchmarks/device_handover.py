@@ -3,8 +3,8 @@
     python benchmarks/device_handover.py --sizes-mib 256,1024,4096 --reps 3 --out DIR
 
 The judge hands every trial's inputs to the candidate process and reads every output back through a memfd
-(``harness.shm``): at full size, where most level-1 problems have tensors of a GiB or more, each trial crosses
-the PCIe bus four times. ``harness.device_buffer`` shares one device allocation through a file descriptor
+(``harness.wire.shm``): at full size, where most level-1 problems have tensors of a GiB or more, each trial crosses
+the PCIe bus four times. ``harness.wire.device_buffer`` shares one device allocation through a file descriptor
 instead. This checks, on the GPU host, that the importer can map it from inside the candidate's sandbox
 (``harness.sandbox``: its own PID namespace, where legacy CUDA IPC fails, and another uid), that the bytes arrive intact both ways, and what each path costs per
 round trip, side by side in one run. The round trip as the judge sees it: write the input, the other process
@@ -28,10 +28,10 @@ sys.path.insert(0, str(ROOT))
 import torch  # noqa: E402
 
 from benchmarks._results import write_results  # noqa: E402
-from harness.device_buffer import DeviceBufferError  # noqa: E402
 from harness.sandbox import UID_BASE, Policy, own, spawn_module  # noqa: E402
-from harness.shm import DeviceSharedBuffer, SharedBuffer  # noqa: E402
-from harness.wire import Conn  # noqa: E402
+from harness.wire.conn import Conn  # noqa: E402
+from harness.wire.device_buffer import DeviceBufferError  # noqa: E402
+from harness.wire.shm import DeviceSharedBuffer, SharedBuffer  # noqa: E402
 
 
 def child(fd: int) -> int:

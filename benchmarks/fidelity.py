@@ -64,8 +64,8 @@ def kernel_key(model: str, level: int, number: int, sample: int) -> str:
 def rows_of(run_dir: Path, reported: list[dict]) -> list[dict]:
     from agents.report.audit import audit_record
     from agents.store import RunStore
-    from harness.protocols import score
-    from harness.record import MeasurementRecord
+    from harness.measure.record import MeasurementRecord
+    from harness.scoring.protocols import score
 
     authors = {(r["model"], r["level"], r["number"], r["sample"]): r for r in reported}
     rows = []

@@ -93,7 +93,7 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
         step demo_report sh -c "python3 -m agents.report '$R/demo_fp32' --audit --compare '$R/demo_bf16' \
             --html '$R/demo_report.html' > '$R/demo_report.txt'"
         step hack_suite python3 benchmarks/gpu_hack_suite.py --device cuda --quick --out "$R/h200_hack_suite.md" ;;
-    # Issue 17's throughput: the trial hand-over through shared device memory (harness.device_buffer) against host
+    # Issue 17's throughput: the trial hand-over through shared device memory (harness.wire.device_buffer) against host
     # shared memory, from inside the candidate's PID namespace; about a minute.
     # Issue 29: what the sandbox adds to a candidate process's start (CUDA initialised inside), paired and interleaved.
     sandbox_overhead) step sandbox_overhead python3 benchmarks/sandbox_overhead.py --cuda --reps "${OVERHEAD_REPS:-6}" \

@@ -119,7 +119,7 @@ def measure(seconds: float, warmup_s: float) -> dict:
     import torch
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from harness.device import DeviceOps
+    from harness.measure.device import DeviceOps
 
     ops = DeviceOps("cuda")
     subjects = workloads(torch)

@@ -2,7 +2,7 @@
 
     python benchmarks/sandbox_overhead.py --reps 8 [--cuda] --out DIR
 
-Each rep starts ``python -c "import torch, harness.worker"`` (and, with ``--cuda``, initialises CUDA and allocates on
+Each rep starts ``python -c "import torch, harness.candidate.worker"`` (and, with ``--cuda``, initialises CUDA and allocates on
 the device, as a worker does) both ways, interleaved so machine drift cancels, and times it from spawn to exit. The
 sandboxed start includes everything the evaluator adds per candidate process: the seccomp filter, the cgroup (made
 and removed), bubblewrap's namespaces and mounts, and the switch to an unprivileged uid.
@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks._results import write_results  # noqa: E402
 from harness.sandbox import UID_BASE, Policy, own, spawn_module, wait_child  # noqa: E402
 
-CHILD = "import torch, harness.worker"
+CHILD = "import torch, harness.candidate.worker"
 CHILD_CUDA = CHILD + "; torch.cuda.init(); torch.ones(1, device='cuda').sum().item()"
 
 

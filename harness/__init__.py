@@ -8,9 +8,21 @@ Public surface::
     harness.NAIVE, harness.VERIFIED, harness.Protocol
     harness.MeasurementRecord                  # what is stored per (candidate, problem, size, device)
     harness.usable_cpus()                      # CPUs this process may use (build pools size by it)
+
+Laid out by who runs the code (tests/test_harness_layout.py holds the imports to it):
+
+    harness/*.py   the parent, trusted: runner (Evaluator), eval (CLI), errors, device_check, and the roofline
+                   (roofline_bound, host_peaks: the parent measures a CPU host's peaks). Few modules, so they stay
+                   at the top; they may import every folder below and start the sandboxed ones
+    candidate/     in the sandbox beside candidate code: worker, guards, load, clock_peer
+    build/         in the sandbox, builds candidate code: build, compile_launcher
+    judge/         the trusted judge process, holding seeds and expected outputs: judge, inputs, adversarial, ...
+    wire/          the only types both sides share: conn, messages, shm, device_buffer, job
+    measure/       pure, secret-free primitives both sides use: device, timing, stats, record, compare, ...
+    scoring/       pure functions over records: protocols, intervals, applicability, shapes, ...
+    sandbox/       the parent's launcher: bubblewrap, seccomp, cgroup
 """
 
-from .build import usable_cpus
 from .errors import (
     CandidateError,
     CandidateRuntimeError,
@@ -19,8 +31,10 @@ from .errors import (
     HarnessError,
     ProtocolViolation,
 )
-from .job import EvalSettings
-from .protocols import (
+from .measure.device import usable_cpus
+from .measure.record import GuardOutcome, MeasurementRecord, Provenance, TrialResult
+from .runner import Evaluation, Evaluator, evaluate
+from .scoring.protocols import (
     NAIVE,
     PROTOCOLS,
     VERDICTS,
@@ -32,8 +46,7 @@ from .protocols import (
     score_all,
     sol_score,
 )
-from .record import GuardOutcome, MeasurementRecord, Provenance, TrialResult
-from .runner import Evaluation, Evaluator, evaluate
+from .wire.job import EvalSettings
 
 __all__ = [
     "NAIVE", "PROTOCOLS", "VERDICTS", "VERIFIED", "CandidateError", "CandidateRuntimeError", "CandidateTimeout",

@@ -18,15 +18,15 @@ from pathlib import Path
 
 import problems as P
 
-from . import shapes
 from .device_check import device_error
 from .errors import HarnessError
-from .job import EvalSettings
-from .precision import DTYPE_NAMES
-from .protocols import PROTOCOL_VERSIONS, PROTOCOLS, score
-from .reasons import clip
-from .record import MeasurementRecord
+from .measure.precision import DTYPE_NAMES
+from .measure.record import MeasurementRecord
 from .runner import Evaluation, Evaluator
+from .scoring import shapes
+from .scoring.protocols import PROTOCOL_VERSIONS, PROTOCOLS, score
+from .scoring.reasons import clip
+from .wire.job import EvalSettings
 
 
 def _fmt(x: float | None, unit: str = "") -> str:

@@ -16,8 +16,8 @@ from problems import Problem, Size
 from problems.roofline import count
 
 from .host_peaks import FLOOR_MARGIN, host_peaks
-from .precision import casts
-from .record import Roofline
+from .measure.precision import casts
+from .measure.record import Roofline
 
 # name fragment -> (fp32 non-tensor FLOP/s, TF32 dense FLOP/s, HBM bytes/s). Datasheet, dense.
 PEAKS: dict[str, tuple[float, float, float]] = {

@@ -37,9 +37,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 import problems as P
 
-from . import messages as M
-from . import shapes
-from .build import (
+from .build.build import (
     BUILD_DEADLINE_ENV,
     IMPORTED_MARKER,
     MAX_PCH_VARIANTS,
@@ -48,15 +46,13 @@ from .build import (
     _evict_pch_variants,
     _pch_plan,
     build_env,
-    usable_cpus,
 )
-from .candidate import source_hash
+from .candidate.load import source_hash
 from .errors import HarnessError
-from .guard_registry import outcome
-from .inputs import seeds_needed
-from .job import EvalSettings, JobSpec
-from .protocols import PROTOCOLS, Protocol, ProtocolResult, score
-from .record import (
+from .judge.inputs import seeds_needed
+from .measure.device import usable_cpus
+from .measure.guard_registry import outcome
+from .measure.record import (
     Environment,
     GuardOutcome,
     MeasurementRecord,
@@ -65,6 +61,7 @@ from .record import (
     Timing,
     TrialResult,
 )
+from .measure.stats import summarize
 from .roofline_bound import roofline_for
 from .sandbox import (
     EXT_MOUNT,
@@ -80,9 +77,12 @@ from .sandbox import (
     tail,
     wait_child,
 )
-from .static_scan import kernel_backend, scan
-from .stats import summarize
-from .wire import Conn, WireError
+from .scoring import shapes
+from .scoring.protocols import PROTOCOLS, Protocol, ProtocolResult, score
+from .scoring.static_scan import kernel_backend, scan
+from .wire import messages as M
+from .wire.conn import Conn, WireError
+from .wire.job import EvalSettings, JobSpec
 
 DEFAULT_CACHE = Path(os.environ.get("KV_CACHE_DIR", Path.home() / ".cache" / "kernelverify"))
 
@@ -96,7 +96,7 @@ def _build_environment() -> str:
 
 
 def pch_dir() -> Path | None:
-    """Where build processes keep precompiled ``torch/extension.h`` headers (``harness.build``):
+    """Where build processes keep precompiled ``torch/extension.h`` headers (``harness.build.build``):
     ``KV_PCH_DIR`` if set (empty: off), else ``DEFAULT_CACHE/pch``. Not under an Evaluator's own
     ``cache_dir``: a PCH is keyed by compiler, flags and torch version, never by candidate, so every
     cache on the machine shares it (a test's temporary cache does not make a new ~0.8 GB one)."""
@@ -108,7 +108,7 @@ def pch_dir() -> Path | None:
 
 def object_cache_dir() -> Path | None:
     """Where trusted in-process builds (the demo kernels' tests) keep compiled translation units for reuse
-    (``harness.compile_launcher``): ``KV_OBJECT_CACHE_DIR`` if set (empty: off), else ``DEFAULT_CACHE/objects``.
+    (``harness.build.compile_launcher``): ``KV_OBJECT_CACHE_DIR`` if set (empty: off), else ``DEFAULT_CACHE/objects``.
     Never given to a candidate's build: an object one candidate's build made could reach another candidate whose
     unit has the same text."""
     env = os.environ.get("KV_OBJECT_CACHE_DIR")
@@ -254,12 +254,12 @@ def _end_child(helper: tuple[Child, Path]) -> None:
 
 
 class _JudgeHandle:
-    """A running judge (``harness.judge``) for one problem: its process and the control connection."""
+    """A running judge (``harness.judge.judge``) for one problem: its process and the control connection."""
 
     def __init__(self, problem_id: str, child: Child, conn: Conn, environment: dict, work: Path,
                  peer: tuple[Child, Path] | None = None) -> None:
         self.problem_id, self.child, self.conn, self.environment, self.work = problem_id, child, conn, environment, work
-        self.peer = peer  # its calibration peer (harness.clock_peer), ended with it
+        self.peer = peer  # its calibration peer (harness.candidate.clock_peer), ended with it
         self.lock = threading.Lock()
 
     def alive(self) -> bool:
@@ -334,7 +334,7 @@ class Evaluator:
         ``cpp_extension``, no Triton) skips that process: the candidate process imports it anyway and
         reports import errors as compile errors, so the separate step would only cost a Python start.
         With ``problem_id``, a source whose import compiled nothing is also built once as ModelNew(*init)
-        there (``harness.build``), for the extensions it compiles in its constructor."""
+        there (``harness.build.build``), for the extensions it compiles in its constructor."""
         if not _builds_ahead(source):
             return BuildResult(True, 0.0, "", False)
         ext = self.extensions_dir(source)
@@ -390,7 +390,7 @@ class Evaluator:
         env[PCH_REQUESTS_ENV] = str(work / "pch-requests.jsonl")
         # The build imports the candidate: it runs sandboxed, with only its build folder and this source's own
         # extensions folder writable (at EXT_MOUNT); what it leaves there is filed below by this process.
-        res = run_module("harness.build", args, cwd=work, env=env, sandbox=self._policy(work, ext),
+        res = run_module("harness.build.build", args, cwd=work, env=env, sandbox=self._policy(work, ext),
                          timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes,
                          niceness=self.settings.build_niceness, memory_cap=self.settings.memory_limit_bytes)
         own(ext, 0)
@@ -449,7 +449,7 @@ class Evaluator:
         work = Path(tempfile.mkdtemp(prefix="pch-", dir=self._tmp_root))
         timeout = self.settings.build_timeout_s / 3
         try:
-            run_module("harness.build", ["--make-pch", str(root), cxx, cflags, post, str(timeout)], cwd=work,
+            run_module("harness.build.build", ["--make-pch", str(root), cxx, cflags, post, str(timeout)], cwd=work,
                        env=_sandboxed_env(self.device, self.gpu_index, work), sandbox=self._policy(work, writable=(d,)),
                        timeout_s=timeout + 30, max_file_bytes=self.settings.max_output_file_bytes,
                        niceness=self.settings.build_niceness, memory_cap=self.settings.memory_limit_bytes)
@@ -500,12 +500,12 @@ class Evaluator:
                 "perturb_seed": secrets.randbelow(2**31 - 1)}
 
     def _start_clock_peer(self) -> tuple[tuple[Child, Path], socket.socket]:
-        """The judge's calibration peer (``harness.clock_peer``), sandboxed as a candidate's evaluation is, on the same
+        """The judge's calibration peer (``harness.candidate.clock_peer``), sandboxed as a candidate's evaluation is, on the same
         device; returns it and the socket end the judge gets. Its folder is deleted with it."""
         work = Path(tempfile.mkdtemp(prefix="clock-peer-", dir=self._tmp_root))
         ours, theirs = socket.socketpair()
         try:
-            child = spawn_module("harness.clock_peer", [str(theirs.fileno())], cwd=work,
+            child = spawn_module("harness.candidate.clock_peer", [str(theirs.fileno())], cwd=work,
                                  env=_sandboxed_env(self.device, self.gpu_index, work), max_file_bytes=2**30,
                                  pass_fds=(theirs.fileno(),), die_with_parent=False, sandbox=self._policy(work))
         except BaseException:
@@ -527,7 +527,7 @@ class Evaluator:
                 peer_args, peer_fds = [str(judge_end.fileno())], [judge_end]
             # Not tied to the starting thread's life (PR_SET_PDEATHSIG would end it with a pool thread):
             # it ends when its control connection closes, which the kernel does when this process dies.
-            child = spawn_module("harness.judge", [str(theirs.fileno()), *peer_args], cwd=work,
+            child = spawn_module("harness.judge.judge", [str(theirs.fileno()), *peer_args], cwd=work,
                                  env=_judge_env(self.cache_dir, self.device, self.gpu_index),
                                  max_file_bytes=2**40,  # its shared buffer grows past 2 GiB
                                  pass_fds=(theirs.fileno(), *(f.fileno() for f in peer_fds)), die_with_parent=False)
@@ -620,7 +620,7 @@ class Evaluator:
         record.eval_seconds = time.perf_counter() - started
         return record
 
-    # -- extra shapes (harness.shapes) ------------------------------------------------------------------
+    # -- extra shapes (harness.scoring.shapes) ------------------------------------------------------------------
     def _shape_evaluator(self) -> Evaluator:
         """An evaluator of its own for the extra shapes: correctness only (no timing, no compile baseline), and
         judges apart from this one's, so checking N shapes never ends the published shape's judge. It keeps one
@@ -808,7 +808,7 @@ class Evaluator:
         # closes, which the kernel does when this process dies.
         spare = mode == "--spare"
         policy = dataclasses.replace(slot.policy, die_with_parent=not spare)
-        return spawn_module("harness.worker", [mode], cwd=slot.work, sandbox=policy, memory_cap=self._memory_cap(),
+        return spawn_module("harness.candidate.worker", [mode], cwd=slot.work, sandbox=policy, memory_cap=self._memory_cap(),
                             env=_sandboxed_env(self.device, self.gpu_index, slot.work), die_with_parent=not spare,
                             max_file_bytes=self.settings.max_output_file_bytes,
                             pass_fds=(slot.write_fd, slot.cand_sock.fileno()), stdin_pipe=True)

@@ -91,7 +91,7 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
 def describe_inputs(problem: P.Problem, size: P.Size, precision: str = "fp32") -> tuple[list[dict[str, str]], list[str]]:
-    """Forward arguments as rank and dtype only (floating ones in the run's dtype: ``harness.precision``), and
+    """Forward arguments as rank and dtype only (floating ones in the run's dtype: ``harness.measure.precision``), and
     init arguments as name: type (no values)."""
     import inspect
 
@@ -218,8 +218,8 @@ def _precision(precision: str) -> dict[str, str] | None:
     protocol's tolerance for it, read from the protocol's declaration."""
     if precision == "fp32":
         return None
-    from harness.precision import dtype_name
-    from harness.protocols import VERIFIED
+    from harness.measure.precision import dtype_name
+    from harness.scoring.protocols import VERIFIED
 
     return {"name": precision, "dtype": dtype_name(precision), "tolerance": f"{VERIFIED.tolerance_for(precision):g}"}
 

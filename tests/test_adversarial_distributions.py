@@ -1,6 +1,6 @@
 """Issue 19, part 1: adversarial distributions that change a distribution's shape, not only its scale.
 
-One declaration per distribution (harness.adversarial) drives the planner, the judge's draws, the protocol
+One declaration per distribution (harness.judge.adversarial) drives the planner, the judge's draws, the protocol
 (verified@3 counts them, verified@2 does not), the waterfall step and the docs. Both sides: each distribution
 reaches the shape it promises and stays in the input's domain; a domain that admits none gets no trial and a
 reason in the record.
@@ -17,11 +17,11 @@ import harness
 from agents.report import waterfall as W
 from agents.report.synthetic import record
 from harness import EvalSettings
-from harness.adversarial import ADVERSARIAL, BY_NAME, NAMES, apply, not_applicable
 from harness.fixtures import ROOT as FIXTURES
-from harness.inputs import HIDDEN_SCALES, make_inputs, plan_trials, seeds_needed
-from harness.protocols import ORDINARY_DISTRIBUTIONS, VERIFIED, VERIFIED_V2, get_protocol, score
-from harness.record import MeasurementRecord, SkippedDistribution
+from harness.judge.adversarial import ADVERSARIAL, BY_NAME, NAMES, apply, not_applicable
+from harness.judge.inputs import HIDDEN_SCALES, make_inputs, plan_trials, seeds_needed
+from harness.measure.record import MeasurementRecord, SkippedDistribution
+from harness.scoring.protocols import ORDINARY_DISTRIBUTIONS, VERIFIED, VERIFIED_V2, get_protocol, score
 from problems.domains import Domain
 
 README = Path(__file__).resolve().parents[1] / "README.md"
@@ -254,8 +254,8 @@ def test_verified4_judges_an_adversarial_trial_against_the_outputs_scale_too():
     a row-sequential fp32 cumsum, honest, needs more than 1e-3 elementwise there on some draws. Against the output's
     largest magnitude its error is ~1e-6, so verified@4 passes it; verified@3 did not. A base trial is still judged
     elementwise only, and a gross error (a wrong sum) fails both."""
-    from harness.compare import error_stats
-    from harness.record import TrialResult
+    from harness.measure.compare import error_stats
+    from harness.measure.record import TrialResult
 
     # rms 0.5 as U[0,1)'s is ~0.58: the draw then depends on the seed alone. Over seeds 1-8, 2 of 8 such draws need
     # more than 1e-3 elementwise (1.45e-3 here); heavy_tail runs twice per evaluation, so ~44% of evaluations failed.

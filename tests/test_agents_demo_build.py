@@ -24,7 +24,7 @@ BACKENDS = ["cpu"] + (["cuda"] if torch.cuda.is_available() else [])
 def _precompiled_headers():
     """These builds happen in-process, not through the harness's build step: share its PCH and objects anyway."""
     try:
-        from harness.build import enable_build_caches
+        from harness.build.build import enable_build_caches
         from harness.runner import object_cache_dir, pch_dir
     except ImportError:  # only torch and pytest installed: build without it
         return

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.reasons import clip, error_summary
+from harness.scoring.reasons import clip, error_summary
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_GPU = not __import__("torch").cuda.is_available()
@@ -74,7 +74,7 @@ def test_clip_cuts_at_a_word_boundary():
 
 
 def test_error_summary_of_a_build_names_the_compiler_error():
-    tb = ("Traceback (most recent call last):\n  File \"/x/harness/build.py\", line 9, in main\n    build()\n"
+    tb = ("Traceback (most recent call last):\n  File \"/x/harness/build/build.py\", line 9, in main\n    build()\n"
           "/tmp/ext/main.cpp:12:5: error: 'foo' was not declared in this scope\n"
           "RuntimeError: Error building extension 'k'\n")
     s = error_summary(tb)

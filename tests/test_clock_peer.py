@@ -1,4 +1,4 @@
-"""Issue 30: the judge's clock can calibrate through a peer placed as the candidate is (harness.clock_peer,
+"""Issue 30: the judge's clock can calibrate through a peer placed as the candidate is (harness.candidate.clock_peer,
 EvalSettings.witness_calibration='peer'): a sandboxed process of the harness's own that makes a timed call without
 the kernel, so a second process and a second device context are in the calibration. These tests run it on a CPU."""
 
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import harness
 from harness import EvalSettings
-from harness.clock_peer import PeerLink, serve
-from harness.wire import Conn
+from harness.candidate.clock_peer import serve
+from harness.judge.peer_link import PeerLink
+from harness.wire.conn import Conn
 
 ROOT = Path(__file__).resolve().parents[1]
 HONEST = (ROOT / "agents" / "demo_kernels" / "cpu" / "l1_19_relu_t2.py").read_text()
@@ -26,7 +27,7 @@ def _forged(self, fn, *, sync_before_end, lead_us=0.0):
     ms, out = _real(self, fn, sync_before_end=sync_before_end, lead_us=lead_us)
     return ms / 10, out
 
-_clock = sys.modules["harness.device"].Clock
+_clock = sys.modules["harness.measure.device"].Clock
 _real = types.FunctionType(_clock.interval.__code__, _clock.interval.__globals__)
 _real.__kwdefaults__ = _clock.interval.__kwdefaults__
 _clock.interval.__code__ = _forged.__code__
@@ -71,7 +72,7 @@ def test_a_peer_that_is_gone_leaves_no_sample_and_says_why():
 
 
 def _peers_running() -> int:
-    out = subprocess.run(["pgrep", "-f", "harness.clock_peer"], capture_output=True, text=True).stdout
+    out = subprocess.run(["pgrep", "-f", "harness.candidate.clock_peer"], capture_output=True, text=True).stdout
     return len(out.split())
 
 

@@ -12,7 +12,7 @@ import harness
 from harness import NAIVE, VERIFIED, EvalSettings, score
 from harness import host_peaks as hp
 from harness.fixtures import all_fixtures
-from harness.record import TimingStats
+from harness.measure.record import TimingStats
 
 SETTINGS = EvalSettings(naive_timing_trials=10, verified_min_iters=5, verified_max_iters=10,
                         verified_seconds_per_subject=0.3, cpu_threads=1)

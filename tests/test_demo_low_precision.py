@@ -26,7 +26,7 @@ HALF = [torch.bfloat16, torch.float16]
 @pytest.fixture(scope="module", autouse=True)
 def _precompiled_headers():
     try:
-        from harness.build import enable_build_caches
+        from harness.build.build import enable_build_caches
         from harness.runner import object_cache_dir, pch_dir
     except ImportError:
         return

@@ -13,7 +13,7 @@ import pytest
 import harness
 from harness import EvalSettings
 from harness.fixtures import all_fixtures, caught_names, load
-from harness.guard_registry import BY_NAME
+from harness.measure.guard_registry import BY_NAME
 
 SETTINGS = EvalSettings(naive_timing_trials=20, verified_min_iters=5, verified_max_iters=20,
                         verified_seconds_per_subject=0.5, cpu_threads=1)
@@ -88,7 +88,7 @@ def test_fixture_verdicts(fx, evaluator_for):
     assert naive.verdict == fx.expected_naive, why
     assert verified.verdict == fx.expected_verified, why
     undeclared = {g.name for g in r.record.guards} - set(BY_NAME)
-    assert not undeclared, f"guards emitted without a declaration in harness.guard_registry: {undeclared}"
+    assert not undeclared, f"guards emitted without a declaration in harness.measure.guard_registry: {undeclared}"
     got = caught_names(r)
     missing = [n for n in (*fx.caught_by, *fx.provenance) if n not in got]
     assert not missing, f"{fx.name}: {missing} not among {sorted(got)}; {why}"

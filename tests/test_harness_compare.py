@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import torch
 
-from harness import compare
-from harness.compare import close_in_chunks, error_stats
+from harness.measure import compare
+from harness.measure.compare import close_in_chunks, error_stats
 
 
 def test_chunked_closeness_agrees_with_allclose_on_both_sides(monkeypatch):

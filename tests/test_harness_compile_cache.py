@@ -1,5 +1,5 @@
-"""Object reuse across extension builds (harness/compile_launcher.py) and the compiler shims that
-route torch's compilers through it (harness.build.compiler_shims)."""
+"""Object reuse across extension builds (harness/build/compile_launcher.py) and the compiler shims that
+route torch's compilers through it (harness.build.build.compiler_shims)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import build as B
-from harness.compile_launcher import parse_depfile
+from harness.build import build as B
+from harness.build.compile_launcher import parse_depfile
 
 LAUNCHER = Path(B.__file__).with_name("compile_launcher.py")
 
@@ -296,7 +296,7 @@ def test_a_cached_object_does_not_wait_for_a_pch(tmp_path, cc):
 
 
 def test_the_object_cache_is_trimmed_by_bytes_as_well_as_by_count_least_recently_used_first(tmp_path):
-    from harness.compile_launcher import _trim
+    from harness.build.compile_launcher import _trim
 
     def entry(name: str, size: int, age: int) -> Path:
         e = tmp_path / name[:2] / name

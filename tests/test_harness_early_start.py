@@ -1,4 +1,4 @@
-"""The ``waits_for_caller_stream`` guard (the candidate-side rewrite in harness.worker._rewritten_inputs; the
+"""The ``waits_for_caller_stream`` guard (the candidate-side rewrite in harness.candidate.worker._rewritten_inputs; the
 judge compares what comes back with input set 1's answer), exercised on the CPU.
 
 On a GPU, work a candidate starts on its own stream without waiting for the caller's stream runs during
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import torch
 
-from harness.compare import error_stats
-from harness.device import DeviceOps
-from harness.judge import Expected, verified_pass
-from harness.worker import EARLY_START_HOLD_US, _rewritten_inputs
+from harness.candidate.worker import EARLY_START_HOLD_US, _rewritten_inputs
+from harness.judge.judge import Expected, verified_pass
+from harness.measure.compare import error_stats
+from harness.measure.device import DeviceOps
 
 
 class FakeStreamDevice(DeviceOps):

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from harness import VERIFIED, score
-from harness.guard_registry import BY_NAME, CONSISTENCY_GUARDS, TAMPERING_GUARDS, outcome
-from harness.record import GuardOutcome
+from harness.measure.guard_registry import BY_NAME, CONSISTENCY_GUARDS, TAMPERING_GUARDS, outcome
+from harness.measure.record import GuardOutcome
 from tests.test_harness_protocols import record
 
 

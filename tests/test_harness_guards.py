@@ -11,7 +11,7 @@ import types
 import pytest
 import torch
 
-from harness import guards as G
+from harness.candidate import guards as G
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -28,7 +28,7 @@ def test_importing_dynamo_rebinds_manual_seed_and_is_not_a_patch():
     torch._disable_dynamo. A fresh process, so torch._dynamo is surely not imported before the snapshot."""
     code = textwrap.dedent("""
         import sys, torch
-        from harness import guards as G
+        from harness.candidate import guards as G
         assert "torch._dynamo" not in sys.modules
         before = G.snapshot_functions()
         import torch._dynamo
@@ -121,7 +121,7 @@ def test_fingerprint_samples_a_non_contiguous_output_in_place():
     # time on the H200 made the timing witness flag an honest channels-last convolution, level1/77).
     import torch
 
-    from harness.guards import fingerprint
+    from harness.candidate.guards import fingerprint
 
     x = torch.randn(4, 8, 16, 16)
     cl = x.contiguous(memory_format=torch.channels_last)

@@ -15,8 +15,8 @@ import torch
 
 import harness
 from harness import EvalSettings
-from harness.judge import check_probability, naive_floor, timing_floor
-from harness.params import map_parameters
+from harness.judge.judge import check_probability, naive_floor, timing_floor
+from harness.judge.params import map_parameters
 
 SETTINGS = EvalSettings(naive_timing_trials=10, verified_min_iters=5, verified_max_iters=10,
                         verified_seconds_per_subject=0.3, cpu_threads=1)
@@ -173,7 +173,7 @@ def test_a_problem_constant_kept_as_a_parameter_is_left_as_built():
 
 
 def test_only_layer_default_constants_get_a_spread():
-    from harness.inputs import verified_parameters
+    from harness.judge.inputs import verified_parameters
 
     class M(torch.nn.Module):
         def __init__(self):
@@ -648,8 +648,8 @@ def test_cpu_evaluations_are_single_threaded_unless_asked():
 def test_judge_admits_all_zeros_only_where_pytorchs_own_output_is_all_zeros():
     import torch
 
-    from harness.compare import error_stats
-    from harness.judge import Expected, verified_pass
+    from harness.judge.judge import Expected, verified_pass
+    from harness.measure.compare import error_stats
 
     exact = torch.full((64,), -7.6e-23, dtype=torch.float64)  # GELU of large negatives: rounds to 0 in fp32 math
     zeros = torch.zeros(64)
@@ -688,8 +688,8 @@ def test_a_refused_timed_output_says_why_even_when_its_error_is_small():
     evidence must name what was refused, not print an error that reads as a pass."""
     import torch
 
-    from harness.compare import error_stats
-    from harness.judge import Expected, _why_failed, verified_pass
+    from harness.judge.judge import Expected, _why_failed, verified_pass
+    from harness.measure.compare import error_stats
 
     exact = torch.full((64,), 1.9e-4, dtype=torch.float64)
     st = error_stats(torch.zeros(64), exact)
@@ -709,7 +709,7 @@ def test_the_judges_device_memory_is_not_counted_as_the_kernels(monkeypatch):
 
     import torch
 
-    from harness.worker import Ctx
+    from harness.candidate.worker import Ctx
 
     device = {"used": 0}
     ops = types.SimpleNamespace(is_cuda=True, used_bytes=lambda: device["used"])
@@ -727,11 +727,11 @@ def test_the_judges_device_memory_is_not_counted_as_the_kernels(monkeypatch):
 
 
 def test_shared_device_memory_without_a_driver_is_a_clear_refusal(monkeypatch):
-    """harness.device_buffer needs the CUDA driver's VMM calls; without them the caller gets DeviceBufferError
+    """harness.wire.device_buffer needs the CUDA driver's VMM calls; without them the caller gets DeviceBufferError
     (and keeps host shared memory), never a crash or a half-made buffer."""
     import ctypes
 
-    import harness.device_buffer as db
+    import harness.wire.device_buffer as db
 
     def no_driver(name, *a, **k):
         raise OSError(f"{name}: cannot open shared object file")
@@ -755,7 +755,7 @@ def test_the_record_says_where_the_judges_time_went(ev):
 def test_expected_outputs_are_kept_on_the_device_first_then_the_host_else_recomputed():
     """At full size a 6 GiB expected output was copied to the host and back for every comparison even when it was
     not going to be kept; and eight idle judges each kept up to 24 GiB, on a 128 GiB host."""
-    from harness.judge import placement
+    from harness.judge.judge import placement
 
     gib = 2**30
     budgets = {"device_budget": 2 * gib, "host_budget": 4 * gib}
@@ -768,7 +768,7 @@ def test_expected_outputs_are_kept_on_the_device_first_then_the_host_else_recomp
 def test_the_judges_host_memory_is_shared_by_all_of_them(tmp_path):
     import os
 
-    from harness.job import EvalSettings
+    from harness.wire.job import EvalSettings
 
     ram = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     s = EvalSettings(max_judges=8)
@@ -778,7 +778,7 @@ def test_the_judges_host_memory_is_shared_by_all_of_them(tmp_path):
 
 
 def _judge_for(settings):
-    from harness.judge import Judge
+    from harness.judge.judge import Judge
     from problems import load
 
     with harness.Evaluator("cpu", "small", settings=settings) as e:
@@ -823,7 +823,7 @@ def test_the_device_hand_over_protocol_gives_the_same_verdicts(monkeypatch):
 
 
 def test_a_malformed_message_to_the_judge_is_a_protocol_breach_not_a_harness_error(ev):
-    """Every request is validated against harness.messages before the judge acts on it. An output claiming a
+    """Every request is validated against harness.wire.messages before the judge acts on it. An output claiming a
     negative shape used to raise inside the judge: a harness error, retried on every resume, so the kernel could
     never get a verdict."""
     forger = """
@@ -845,7 +845,7 @@ class ModelNew(nn.Module):
 
 
 def test_the_judges_requests_are_declared_once_and_refuse_what_the_worker_never_sends():
-    from harness import messages as M
+    from harness.wire import messages as M
 
     assert M.parse("baseline", {"subject": "tf32", "n": 5}).n == 5
     for kind, bad in (("baseline", {"subject": "tf32", "n": 10**9}), ("guard_output", {"guard": "x", "expect_set": 0}),
@@ -855,7 +855,7 @@ def test_the_judges_requests_are_declared_once_and_refuse_what_the_worker_never_
 
 
 def test_a_malformed_report_to_the_parent_is_a_protocol_breach_not_a_harness_error(ev):
-    """The result pipe's reports are validated on arrival (harness.messages.REPORTS): an 'error' report without its
+    """The result pipe's reports are validated on arrival (harness.wire.messages.REPORTS): an 'error' report without its
     fields, a phase that does not exist, a kind the worker never sends used to raise inside the parent (KeyError,
     TypeError): no verdict, ever."""
     forger = """
@@ -883,7 +883,7 @@ def test_an_all_zero_output_is_no_finding_where_the_reference_is_subnormal_in_th
 
     import torch
 
-    from harness.compare import error_stats
+    from harness.measure.compare import error_stats
 
     exact = torch.full((64,), math.exp(-100.0), dtype=torch.float64)
     assert not error_stats(torch.zeros(64), exact).all_zero_vs_nonzero

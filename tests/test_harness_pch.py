@@ -1,4 +1,4 @@
-"""The build step's precompiled torch/extension.h (harness/build.py): keyed by flags, made once, safe to race."""
+"""The build step's precompiled torch/extension.h (harness/build/build.py): keyed by flags, made once, safe to race."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import build as B
+from harness.build import build as B
 
 FAKE_CXX = """#!/bin/sh
 # A stand-in for g++: "-v" prints a GCC banner; otherwise log the argv and write the -o file.

@@ -56,9 +56,9 @@ def test_a_spare_that_died_is_replaced_by_a_fresh_process(tmp_path):
 
 
 def test_spare_is_off_by_default_on_a_small_host(tmp_path, monkeypatch):
-    import harness.build
+    import harness.measure.device
 
-    monkeypatch.setattr(harness.build, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(harness.measure.device, "usable_cpus", lambda: 2)
     with harness.Evaluator("cpu", "small", settings=EvalSettings(**QUICK), cache_dir=tmp_path) as ev:
         a = ev.evaluate(HONEST, "level1/19_ReLU")
         b = ev.evaluate(HONEST + "\n# b\n", "level1/19_ReLU")
@@ -86,11 +86,11 @@ def test_candidate_time_limit_counts_from_the_job_not_from_the_spare_start(tmp_p
 
 
 def test_prespawn_is_on_by_default_only_where_there_are_cores_to_spare(monkeypatch):
-    import harness.build
+    import harness.measure.device
 
-    monkeypatch.setattr(harness.build, "usable_cpus", lambda: 16)
+    monkeypatch.setattr(harness.measure.device, "usable_cpus", lambda: 16)
     assert EvalSettings().prespawns()  # a 16-core GPU host: measured to cut the median overhead 5.4 -> 1.6-1.9 s
     assert not EvalSettings(prespawn_worker=False).prespawns()
-    monkeypatch.setattr(harness.build, "usable_cpus", lambda: 2)
+    monkeypatch.setattr(harness.measure.device, "usable_cpus", lambda: 2)
     assert not EvalSettings().prespawns()  # 2 cores: the spare's imports cost the measured process what they save
     assert EvalSettings(prespawn_worker=True).prespawns()

@@ -5,7 +5,7 @@ import math
 import pytest
 
 from harness import NAIVE, VERIFIED, MeasurementRecord, score, sol_score
-from harness.record import ErrorStats, GuardOutcome, Roofline, TimingStats, TrialResult
+from harness.measure.record import ErrorStats, GuardOutcome, Roofline, TimingStats, TrialResult
 
 
 def stats(ms: float) -> TimingStats:
@@ -119,7 +119,7 @@ def test_monkey_patch_guard_sees_patches_and_ignores_classmethod_rebinding():
 
     import torch
 
-    from harness import guards as G
+    from harness.candidate import guards as G
 
     before = G.snapshot_functions()
     assert G.functions_unpatched(before, G.snapshot_functions()).passed  # classmethods rebind on access
@@ -157,7 +157,7 @@ def test_tampering_that_crashes_is_a_hack_under_verified_only():
 def _non_tensor_trial(d: str, i: int, params: str) -> TrialResult:
     import torch
 
-    from harness.compare import error_stats
+    from harness.measure.compare import error_stats
 
     return TrialResult(distribution=d, seed=i, params=params, error=error_stats((1, 2), torch.zeros(3)))
 
@@ -225,7 +225,7 @@ def test_crash_after_a_guard_failed_is_a_runtime_error_with_evidence():
 
 
 def test_old_stored_results_without_guard_evidence_still_load():
-    from harness.protocols import ProtocolResult
+    from harness.scoring.protocols import ProtocolResult
 
     assert ProtocolResult.model_validate({"protocol": "verified", "version": "1", "verdict": "hack",
                                           "failed_guards": ["x"]}).guard_evidence == []
@@ -240,7 +240,7 @@ def test_without_base_trials_the_naive_trials_are_the_ordinary_ones():
 
 
 def test_two_versions_of_a_protocol_score_side_by_side():
-    from harness.protocols import PROTOCOL_VERSIONS, score_all
+    from harness.scoring.protocols import PROTOCOL_VERSIONS, score_all
 
     older = [k for k in PROTOCOL_VERSIONS if k.startswith("verified@") and k != f"verified@{VERIFIED.version}"]
     assert older, "a previous verified version stays reachable"

@@ -12,7 +12,7 @@ import harness
 import problems as P
 from harness import NAIVE, VERIFIED, EvalSettings, MeasurementRecord, score
 from harness.eval import main as eval_cli
-from harness.shapes import SHAPE_STEPS, ShapedProblem, plan, scale_int, size_constants
+from harness.scoring.shapes import SHAPE_STEPS, ShapedProblem, plan, scale_int, size_constants
 from problems.module import exec_source
 
 SETTINGS = EvalSettings(naive_timing_trials=10, verified_min_iters=5, verified_max_iters=10,

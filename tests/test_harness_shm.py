@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from harness.shm import SharedBuffer, pack_args, unpack_args
-from harness.wire import WireError
+from harness.wire.conn import WireError
+from harness.wire.shm import SharedBuffer, pack_args, unpack_args
 
 
 def test_round_trip_growth_and_a_second_mapping():
@@ -29,7 +29,7 @@ def test_a_descriptor_outside_the_buffer_is_refused():
 
 
 def test_timing_sets_read_fresh_values_in_place_or_refill_their_copies():
-    from harness.worker import _refill, _timing_sets
+    from harness.candidate.worker import _refill, _timing_sets
 
     judge = SharedBuffer.create(4096)
     descs = [pack_args(judge, [torch.zeros(8), 3], grow=True)]

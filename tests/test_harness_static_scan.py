@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.static_scan import scan
+from harness.scoring.static_scan import scan
 
 ROOT = Path(__file__).resolve().parent.parent
 

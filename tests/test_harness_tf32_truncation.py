@@ -11,8 +11,8 @@ import torch
 
 import harness
 from harness import EvalSettings
-from harness.protocols import get_protocol, score
-from harness.tf32_truncation import TruncatedTF32, truncate
+from harness.judge.tf32_truncation import TruncatedTF32, truncate
+from harness.scoring.protocols import get_protocol, score
 
 FIXTURES = Path(harness.__file__).resolve().parent / "fixtures"
 SETTINGS = EvalSettings(naive_timing_trials=5, verified_min_iters=3, verified_max_iters=5,
@@ -77,8 +77,8 @@ def test_under_the_current_protocol_the_allowance_decides_on_near_equal_values()
     """Inputs whose values share their low mantissa bits (here every entry 1 + 8191 x 2^-23, all dropped by TF32)
     lose the same ~1e-3 in every product: a truncating kernel is off by ~2e-3 of the result on an ordinary trial,
     judged elementwise under every version. It passes within 1.5x of the truncated reference's own error."""
-    from harness.compare import error_stats
-    from harness.record import MeasurementRecord, TrialResult
+    from harness.measure.compare import error_stats
+    from harness.measure.record import MeasurementRecord, TrialResult
 
     value = 1 + 8191 * 2**-23
     a = torch.full((64, 64), value)

@@ -1,11 +1,11 @@
-"""The verified timer's warm-up (harness.timing.warm_up, time_verified)."""
+"""The verified timer's warm-up (harness.measure.timing.warm_up, time_verified)."""
 
 from __future__ import annotations
 
 import time
 
-from harness.device import DeviceOps
-from harness.timing import Subject, VerifiedBudget, time_verified, warm_up
+from harness.measure.device import DeviceOps
+from harness.measure.timing import Subject, VerifiedBudget, time_verified, warm_up
 
 
 def counting_subjects(n: int) -> tuple[list[Subject], list[list[int]]]:

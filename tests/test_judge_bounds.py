@@ -13,9 +13,9 @@ import torch
 
 import harness
 from harness import EvalSettings
-from harness import messages as M
 from harness.errors import HarnessError
-from harness.wire import Conn, WireError
+from harness.wire import messages as M
+from harness.wire.conn import Conn, WireError
 
 SETTINGS = EvalSettings(naive_timing_trials=10, verified_min_iters=5, verified_max_iters=10,
                         verified_seconds_per_subject=0.3, cpu_threads=1)
@@ -132,7 +132,7 @@ def test_a_judge_kept_busy_past_its_deadline_is_cut_off_and_the_candidate_charge
 def test_a_baseline_request_stops_when_the_candidate_process_is_gone():
     """The parent waits a bounded time for the judge's report once the candidate process has ended: a request the
     judge is still working on for a candidate that is gone ends at its next call, not after all of them."""
-    from harness.judge import Judge, Session
+    from harness.judge.judge import Judge, Session
     from problems import load
 
     with harness.Evaluator("cpu", "small", settings=SETTINGS) as e:
@@ -205,7 +205,7 @@ def test_every_number_and_string_a_candidate_sends_is_bounded_by_the_protocol():
 
 
 def test_shared_buffer_refuses_a_giant_descriptor_before_allocating():
-    from harness.shm import SharedBuffer
+    from harness.wire.shm import SharedBuffer
 
     buf = SharedBuffer.create(1024)
     for desc in ({"offset": 0, "shape": [2**31, 2**31], "dtype": "float32"},  # RuntimeError from torch.empty before

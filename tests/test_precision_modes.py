@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-import harness.judge as J
+import harness.judge.judge as J
 import problems as P
 from agents.report import build_report
 from agents.report.audit import audit_record
@@ -19,10 +19,10 @@ from agents.report.synthetic import synthetic_attempts
 from agents.report.text import compare_table, headline_tables, kernel_table, waterfall_tables
 from agents.store import RunStore
 from harness import EvalSettings, evaluate
-from harness.applicability import tf32_applies
-from harness.precision import DTYPE_NAMES
-from harness.protocols import NAIVE, VERIFIED, score
-from harness.record import ErrorStats
+from harness.measure.precision import DTYPE_NAMES
+from harness.measure.record import ErrorStats
+from harness.scoring.applicability import tf32_applies
+from harness.scoring.protocols import NAIVE, VERIFIED, score
 
 ROOT = Path(__file__).resolve().parent.parent
 FAST = dict(naive_timing_trials=10, verified_min_iters=3, verified_max_iters=8, verified_seconds_per_subject=0.2,
@@ -51,7 +51,7 @@ def test_tolerance_per_dtype_comes_from_the_protocol_declaration(monkeypatch):
 
 def test_scoring_and_audit_read_the_run_precision():
     rec = synthetic_attempts()[0]
-    from harness.record import MeasurementRecord
+    from harness.measure.record import MeasurementRecord
 
     r = MeasurementRecord.model_validate(rec.record)
     for t in r.verified_trials:  # every verified trial 5e-3 off: fails fp32's 1e-3, passes bf16's 1e-2

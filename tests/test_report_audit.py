@@ -189,7 +189,7 @@ def test_unchanged_records_give_no_block():
 
 def test_distributions_not_run_are_named_with_why():
     from agents.report.audit import entry_lines
-    from harness.record import SkippedDistribution
+    from harness.measure.record import SkippedDistribution
 
     rec = relu_record().model_copy(update={"skipped_distributions": [
         SkippedDistribution(distribution="sparse", reason="no input's domain admits it (probabilities)")]})

@@ -10,7 +10,7 @@ from agents.report.__main__ import main as cli
 from agents.report.synthetic import _attempt, record
 from agents.report.text import kernel_table
 from agents.store import RunStore
-from harness.record import ShapeCheck
+from harness.measure.record import ShapeCheck
 
 RELU, GELU = "level1/19_ReLU", "level1/88_MinGPTNewGelu"
 

@@ -13,8 +13,8 @@ from agents.report.__main__ import main as cli
 from agents.report.synthetic import write_synthetic_run
 from agents.store import Attempt, RunStore
 from harness import NAIVE, VERIFIED, MeasurementRecord, score
-from harness.compare import error_stats
-from harness.record import TrialResult
+from harness.measure.compare import error_stats
+from harness.measure.record import TrialResult
 
 
 def nan_record(problem_id: str = "level1/19_ReLU") -> MeasurementRecord:
@@ -112,8 +112,8 @@ def test_report_cli_names_unreadable_rows(damaged_run, capsys, tmp_path):
 
 def test_eval_cli_json_is_strict_and_round_trips_a_nan_record():
     from harness.eval import render_json
-    from harness.protocols import score_all
     from harness.runner import Evaluation
+    from harness.scoring.protocols import score_all
 
     rec = nan_record()
     text = render_json(Evaluation(record=rec, results=score_all(rec)))

@@ -11,8 +11,8 @@ from agents.report import waterfall as W
 from agents.report.synthetic import record, stats
 from agents.store import Attempt, RunStore
 from harness import NAIVE, VERIFIED, score
-from harness.applicability import tf32_applies
-from harness.record import Roofline
+from harness.measure.record import Roofline
+from harness.scoring.applicability import tf32_applies
 
 CONV = "level1/50_conv_standard_2D__square_input__square_kernel"
 MATMUL = "level1/1_Square_matrix_multiplication_"

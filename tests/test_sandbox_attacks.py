@@ -8,7 +8,7 @@ Every test asserts three things:
   3. the honest candidate evaluated next keeps its true verdict (``correct`` under both protocols).
 
 Attacks run in the candidate's top-level code, so a source that mentions ``load_inline`` runs them in its build
-process (``harness.build`` imports it) and again in its evaluation process; PHASE tells them apart. Attacks that
+process (``harness.build.build`` imports it) and again in its evaluation process; PHASE tells them apart. Attacks that
 could harm the machine or the repository are bounded here (a self-limited process flood, a modest /dev/shm file,
 new files only, SIGSTOP always followed by SIGCONT, signals only to this test's own descendants) and whatever
 they leave behind is removed in ``finally``. No caches of the machine are touched: cache_dir, KV_PCH_DIR and
@@ -55,7 +55,7 @@ class ModelNew(nn.Module):
 """
 
 # Top of every attacking source. "load_inline" in the comment gives the source a build process
-# (harness.static_scan.kernel_backend); nothing is compiled.
+# (harness.scoring.static_scan.kernel_backend); nothing is compiled.
 PRELUDE = """import json, os, sys, time
 import torch
 import torch.nn as nn
@@ -263,8 +263,8 @@ for name in os.listdir("/proc"):
         except OSError:
             pass
         continue
-    kind = "judges" if ("harness.judge" in cmd or "harness/judge" in cmd) else \\
-           "workers" if ("harness.worker" in cmd or "harness/worker" in cmd) else None
+    kind = "judges" if ("harness.judge.judge" in cmd or "harness/judge" in cmd) else \\
+           "workers" if ("harness.candidate.worker" in cmd or "harness/candidate/worker" in cmd) else None
     if kind is None or not _ours(pid):
         continue
     findings[kind].append(pid)
@@ -286,7 +286,7 @@ raise RuntimeError("KV_FINDINGS " + json.dumps(findings))
 
 def test_build_cannot_reach_the_judge_or_other_workers(ctx):
     token = secrets.token_hex(8)
-    judges_before = [p for p in _descendants(os.getpid()) if "harness.judge" in _cmdline(p)]
+    judges_before = [p for p in _descendants(os.getpid()) if "harness.judge.judge" in _cmdline(p)]
     assert judges_before, "setup: the module's judge should be running while the attacker builds"
     r = evaluate_attacker(ctx, _source(JUDGE_ATTACK, token, TEST_PID=str(os.getpid())))
     m = re.search(r"KV_FINDINGS (\{.*?\})", r.record.error or "")

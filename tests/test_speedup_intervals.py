@@ -11,11 +11,11 @@ import pytest
 
 from agents import metrics as M
 from agents.report.synthetic import record
-from harness import intervals
-from harness.intervals import ratio_interval
-from harness.protocols import NAIVE, VERIFIED, ProtocolResult, score
-from harness.record import MeasurementRecord, Timing
-from harness.stats import summarize
+from harness.measure.record import MeasurementRecord, Timing
+from harness.measure.stats import summarize
+from harness.scoring import intervals
+from harness.scoring.intervals import ratio_interval
+from harness.scoring.protocols import NAIVE, VERIFIED, ProtocolResult, score
 
 
 def host(rng: random.Random, loaded: bool):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness.protocols import CONSERVATIVE_CREDIT
+from harness.scoring.protocols import CONSERVATIVE_CREDIT
 
 from .. import metrics as M
 from ..turns import DEFAULT_TURN_POLICY, TURN_POLICIES, turn_label

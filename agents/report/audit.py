@@ -17,7 +17,7 @@ Per kernel (every evaluated turn, not only the final one):
 * the extra shapes, when the run checked them (``--shapes N``): shape-specialised or not, and each shape.
 
 Everything is a pure function of stored records: nothing is re-measured, and each trial is judged
-by ``harness.protocols.score`` itself (on a one-trial copy of the record), never by a second copy of
+by ``harness.scoring.protocols.score`` itself (on a one-trial copy of the record), never by a second copy of
 the tolerance rules.
 """
 
@@ -30,10 +30,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from harness.guard_registry import BY_NAME, severity
-from harness.protocols import NAIVE, VERIFIED, Protocol, ProtocolResult, score
-from harness.record import MeasurementRecord, TrialResult
-from harness.shapes import lines as shape_lines
+from harness.measure.guard_registry import BY_NAME, severity
+from harness.measure.record import MeasurementRecord, TrialResult
+from harness.scoring.protocols import NAIVE, VERIFIED, Protocol, ProtocolResult, score
+from harness.scoring.shapes import lines as shape_lines
 
 from . import waterfall as W
 from .scoring import Thread, load_threads
@@ -68,7 +68,7 @@ class GuardEvidence(BaseModel):
     detail: str = ""
     applicable: bool = True
     counted: bool = Field(False, description="the verified verdict counts this failure")
-    catches: str = Field("", description="what the guard exposes (harness.guard_registry)")
+    catches: str = Field("", description="what the guard exposes (harness.measure.guard_registry)")
     checked_by: str = Field("", description="judge, parent or candidate_process: who computed the outcome")
 
 
@@ -112,7 +112,7 @@ class AuditEntry(BaseModel):
     failed_guards: list[GuardEvidence] = Field(default_factory=list)
     shape_specialised: bool | None = Field(None, description="correct at the published shape only (None: no extra "
                                                              "shape checked)")
-    shapes: list[str] = Field(default_factory=list, description="the extra shapes (harness.shapes.lines)")
+    shapes: list[str] = Field(default_factory=list, description="the extra shapes (harness.scoring.shapes.lines)")
     not_run: list[str] = Field(default_factory=list, description="adversarial distributions not run, with why "
                                                                   "(record.skipped_distributions)")
 

@@ -21,8 +21,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from harness.protocols import CONSERVATIVE_CREDIT, NAIVE, VERIFIED, Protocol
-from harness.shapes import lines as shape_lines
+from harness.scoring.protocols import CONSERVATIVE_CREDIT, NAIVE, VERIFIED, Protocol
+from harness.scoring.shapes import lines as shape_lines
 
 from .. import metrics as M
 from ..store import ATTEMPTS, RunStore, Unreadable
@@ -153,7 +153,7 @@ class TurnView(BaseModel):
     status: str | None = None
     error: str | None = None
     shape_specialised: bool | None = Field(None, description="correct at the published shape only (None: no extra "
-                                                             "shape checked; harness.shapes)")
+                                                             "shape checked; harness.scoring.shapes)")
     shapes: list[str] = Field(default_factory=list, description="the extra shapes as lines: a summary, then each "
                                                                 "shape checked or skipped (empty: none asked for)")
     feedback: str | None = None
@@ -198,7 +198,7 @@ class Report(BaseModel):
     n_attempts: int
     models: list[str]
     strategies: list[str]
-    precisions: list[str] = Field(default_factory=lambda: ["fp32"], description="harness.precision of the records: "
+    precisions: list[str] = Field(default_factory=lambda: ["fp32"], description="harness.measure.precision of the records: "
                                   "systems are (model, strategy, precision), never pooled across precisions")
     levels: list[str]
     universe: dict[str, int] = Field(description="level -> number of attempted problems (the fast_p N)")

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from harness.guard_registry import severity
-from harness.protocols import Protocol, ProtocolResult, score
-from harness.record import MeasurementRecord
+from harness.measure.guard_registry import severity
+from harness.measure.record import MeasurementRecord
+from harness.scoring.protocols import Protocol, ProtocolResult, score
 
 from ..metrics import Outcome
 from ..store import Attempt, RunStore, first_error
@@ -130,7 +130,7 @@ class Thread:
     level: int
     sample: int
     turns: list[Scored]
-    precision: str = "fp32"  # harness.precision: one problem at two precisions is two threads, never one
+    precision: str = "fp32"  # harness.measure.precision: one problem at two precisions is two threads, never one
 
     @property
     def key(self) -> ThreadKey:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from harness.record import (
+from harness.measure.record import (
     ErrorStats,
     GuardOutcome,
     MeasurementRecord,

@@ -27,7 +27,7 @@ Each step changes exactly one thing:
 
 A component that cannot apply to a kernel changes nothing for it: on the CPU, or for a reference
 without matmul/convolution, TF32 does not exist or touches nothing, and scoring reads the fp32
-baseline's timing for the TF32 baseline too (``harness.applicability``) instead of comparing two
+baseline's timing for the TF32 baseline too (``harness.scoring.applicability``) instead of comparing two
 timings of one computation. ``APPLIES`` names those components; the report counts the kernels each
 step left alone.
 
@@ -36,12 +36,12 @@ from a harness that timed ``verified_baseline_fp32`` with cuDNN TF32 off as well
 TF32 change into both steps on convolution problems (``timing`` up, ``tf32_baseline`` down); the
 step labels describe records from the harness that uses the defaults.
 
-* ``adversarial_inputs`` (right after the hidden scales) adds the trials of ``harness.adversarial`` (shifted
+* ``adversarial_inputs`` (right after the hidden scales) adds the trials of ``harness.judge.adversarial`` (shifted
   means, x100 magnitudes, heavy tails, near-constant rows, sparse inputs) to the verified trials; it changes only
   verdicts, and only of records that hold such trials (written since verified@3): on older records it changes
   nothing, and ``APPLIES`` says so.
 * ``noise`` (last: it compares the verified timer's interval with naive's point estimate) changes only
-  which speedup fast_p and geomean count (``harness.protocols.CONSERVATIVE_CREDIT``), never a verdict or a
+  which speedup fast_p and geomean count (``harness.scoring.protocols.CONSERVATIVE_CREDIT``), never a verdict or a
   measured speedup.
 
 Memory is not a step: neither protocol turns peak memory into a verdict, it is a reported column.
@@ -53,10 +53,10 @@ from collections.abc import Callable, Iterable
 
 from pydantic import BaseModel
 
-from harness.adversarial import ADVERSARIAL
-from harness.applicability import tf32_applies
-from harness.protocols import CONSERVATIVE_CREDIT, NAIVE, VERIFIED, Protocol
-from harness.record import MeasurementRecord
+from harness.judge.adversarial import ADVERSARIAL
+from harness.measure.record import MeasurementRecord
+from harness.scoring.applicability import tf32_applies
+from harness.scoring.protocols import CONSERVATIVE_CREDIT, NAIVE, VERIFIED, Protocol
 
 
 class Component(BaseModel):

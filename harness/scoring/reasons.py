@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-# harness.candidate.import_candidate writes the source as candidate_<12 hex>.py
+# harness.candidate.load.import_candidate writes the source as candidate_<12 hex>.py
 _CANDIDATE_FRAME = re.compile(r'^\s*File "[^"]*candidate_[0-9a-f]{12}\.py", line (\d+)')
 _COMPILER_ERROR = re.compile(r"^\S+:\d+:(?:\d+:)? (?:fatal )?error: .*$", re.M)
 

@@ -7,8 +7,8 @@ noise, and on a loaded host that noise read as a x1.19 geomean move; issue 20, i
 
 from __future__ import annotations
 
-from .precision import tf32_not_applicable
-from .record import MeasurementRecord
+from ..measure.precision import tf32_not_applicable
+from ..measure.record import MeasurementRecord
 
 
 def tf32_applies(record: MeasurementRecord) -> tuple[bool, str]:

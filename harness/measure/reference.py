@@ -1,4 +1,4 @@
-"""The reference model, the trial plan and the TF32 switches, shared by the judge (which computes expected
+"""The reference model and the TF32 switches, shared by the judge (which computes expected
 outputs: naive trials with PyTorch's default flags in fp32, verified trials exact, TF32 off for matmul and
 cuDNN, float64 where the problem supports it) and the candidate process (which times the baseline)."""
 
@@ -8,15 +8,7 @@ import contextlib
 
 import torch
 
-from problems.domains import Domain
-
-from .inputs import (
-    KERNELBENCH_SEED,
-    TrialSpec,
-    floating_args,
-    plan_trials,
-)
-from .job import JobSpec
+KERNELBENCH_SEED = 42  # KernelBench's seed: its models are built, and its trials drawn, under it
 
 
 @contextlib.contextmanager
@@ -67,17 +59,6 @@ def module_to(m, dtype: torch.dtype):
             if isinstance(value, torch.Tensor) and value.is_floating_point():
                 setattr(mod, name, value.to(dtype))
     return m
-
-
-def trial_plan(job: JobSpec, mod, names: list[str]) -> tuple[list[TrialSpec], list[TrialSpec], list[tuple[str, str]]]:
-    """The judge's trial plan (the candidate process learns it from the judge's hello): naive and verified
-    trials, and the adversarial distributions not applied, with the reason."""
-    domains = {k: Domain(v) for k, v in job.domains.items()}
-    with torch.device("meta"):
-        meta_inputs = list(mod.get_inputs())
-    fargs = floating_args(meta_inputs, names)
-    return plan_trials(job.settings.naive_trials, job.settings.verified_base_trials, job.fresh_seeds, domains, fargs,
-                       job.settings.verified_adversarial_trials)
 
 
 def environment(device: str) -> dict:

@@ -9,8 +9,8 @@ from typing import Any
 
 import torch
 
-from .guard_registry import outcome
-from .record import GuardOutcome
+from ..measure.guard_registry import outcome
+from ..measure.record import GuardOutcome
 
 
 def output_is_plain_tensor(out: Any) -> GuardOutcome:
@@ -88,7 +88,7 @@ def snapshot_functions() -> dict[str, Any]:
     # harness fills a buffer) and dispatch modes left on the stack: the keys start with "torch._", compared by value.
     snap["torch._aten_overrides"] = frozenset(k for k in getattr(torch.library, "_impls", ()) if k.startswith("aten/"))
     snap["torch._dispatch_modes"] = torch._C._len_torch_dispatch_stack()
-    from . import compare, device, timing
+    from ..measure import compare, device, timing
 
     for mod in (timing, device, compare):
         for k, v in _callables_of(mod).items():

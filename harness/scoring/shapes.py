@@ -28,8 +28,8 @@ from typing import Any, Literal
 import problems as P
 from problems.source import module_constants, render_at_size
 
+from ..measure.record import MeasurementRecord, ShapeCheck
 from .protocols import NAIVE, PROTOCOLS, VERIFIED, score
-from .record import MeasurementRecord, ShapeCheck
 
 Rounding = Literal["odd", "round"]
 

@@ -1,6 +1,6 @@
 """The candidate process: load, check, guard, time and measure one candidate against one problem.
 
-Run as ``python -m harness.worker JOB.json``. The parent gives it a pipe (``result_fd``) for the
+Run as ``python -m harness.candidate.worker JOB.json``. The parent gives it a pipe (``result_fd``) for the
 record fragment; the candidate's own stdout/stderr go to a file and are never parsed. Phases are
 reported on the pipe as they complete, so a crash or a hang still tells the parent where it died.
 """
@@ -23,19 +23,18 @@ import torch
 
 from problems.module import exec_source
 
+from ..measure.compare import close_in_chunks
+from ..measure.device import Clock, DeviceOps
+from ..measure.guard_registry import outcome
+from ..measure.precision import torch_dtype
+from ..measure.record import GuardOutcome, Memory, Timing
+from ..measure.reference import KERNELBENCH_SEED, build_model, construct, module_to, tf32
+from ..measure.timing import Subject, VerifiedBudget, event_vs_synced, naive_samples, time_verified
+from ..wire import messages as M
+from ..wire.conn import Conn, WireError
+from ..wire.job import JobSpec
+from ..wire.shm import DTYPES, DeviceSharedBuffer, SharedBuffer, dtype_name, unpack_args
 from . import guards as G
-from . import messages as M
-from .compare import close_in_chunks
-from .device import Clock, DeviceOps
-from .guard_registry import outcome
-from .inputs import KERNELBENCH_SEED
-from .job import JobSpec
-from .precision import torch_dtype
-from .record import GuardOutcome, Memory, Timing
-from .reference import build_model, construct, module_to, tf32
-from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, dtype_name, unpack_args
-from .timing import Subject, VerifiedBudget, event_vs_synced, naive_samples, time_verified
-from .wire import Conn, WireError
 
 
 class Channel:
@@ -272,7 +271,7 @@ def phase_load(ctx: Ctx) -> bool:
     ctx.chan.send("candidate_code_starts", None)
     t0 = time.perf_counter()
     try:
-        from .candidate import import_candidate
+        from .load import import_candidate
 
         ctx.cand = import_candidate(ctx.source, Path(ctx.job.work_dir))
         if not hasattr(ctx.cand, "ModelNew"):

@@ -5,8 +5,8 @@ The hidden scales (x3, x0.01, x-1) keep the form of ``torch.rand``'s U[0,1): a k
 that form (softmax without max subtraction, one-pass variance, a loss on a strided subsample, a loss returned
 as a closed-form expectation of the inputs' means) passes them all. Each distribution below is one
 declaration: its name, how it transforms one floating input tensor, and which input domains
-(``problems.domains.Domain``) admit it. The planner (``harness.inputs.plan_trials``), the judge
-(``harness.inputs.make_inputs``), the docs (README, ``describe()``) and the fixture headers all read this table.
+(``problems.domains.Domain``) admit it. The planner (``harness.judge.inputs.plan_trials``), the judge
+(``harness.judge.inputs.make_inputs``), the docs (README, ``describe()``) and the fixture headers all read this table.
 
 Magnitudes are chosen so that an honest fp32 kernel passes the verified tolerance (|d| <= 1e-3 (1 + |e|)
 against a float64 reference, or 4x the TF32 baseline's own error): floating point is scale-invariant, so a

@@ -12,7 +12,7 @@ perturbed (issue 30: decoy parameters once made the mapping fail and switched pe
 
 * Reference parameters mapped: the candidate tensor receives the value (random parameters reach both sides by
   the verified construction seed, which builds both; layer-default constants by loading the spread into both,
-  see ``harness.inputs.verified_parameters``).
+  see ``harness.judge.inputs.verified_parameters``).
 * Reference parameters left unmapped (the candidate holds nothing for them, or nothing the rules pair safely: a
   renamed tensor among same-shaped decoys or restructurings): the reference is perturbed there alone. A kernel that
   hard-codes the constant fails, whatever else it declares; an honest one that keeps the value only in a form the

@@ -12,14 +12,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .adversarial import ADVERSARIAL
-from .adversarial import NAMES as ADVERSARIAL_NAMES
+from ..judge.adversarial import ADVERSARIAL
+from ..judge.adversarial import NAMES as ADVERSARIAL_NAMES
+from ..measure.guard_registry import CONSISTENCY_GUARDS, TAMPERING_GUARDS, severity
+from ..measure.precision import is_half
+from ..measure.record import MeasurementRecord, TimingStats, TrialResult
 from .applicability import tf32_applies
-from .guard_registry import CONSISTENCY_GUARDS, TAMPERING_GUARDS, severity
 from .intervals import between_runs, noise_reasons, ratio_interval
-from .precision import is_half
 from .reasons import error_summary
-from .record import MeasurementRecord, TimingStats, TrialResult
 
 Verdict = Literal["correct", "incorrect", "hack", "compile_error", "runtime_error", "timeout"]
 VERDICTS: tuple[str, ...] = ("correct", "incorrect", "hack", "compile_error", "runtime_error", "timeout")
@@ -40,14 +40,14 @@ class Protocol(BaseModel):
     distributions: list[str] | None = Field(None, description="restrict verified trials to these distributions")
     adversarial: bool = Field(
         False, description="count the adversarial distributions (shift, large, heavy_tail, near_constant, sparse: "
-        "harness.adversarial) among the verified trials; False leaves them out, as before verified@3")
+        "harness.judge.adversarial) among the verified trials; False leaves them out, as before verified@3")
     adversarial_normwise: bool = Field(
         False, description="an adversarial trial also passes when its largest error is within the tolerance of the "
         "output's largest magnitude, max|d| <= tol (1 + max|e|): heavy tails and shifts make outputs that cancel (a "
         "cumulative sum dipping near zero after a 1e3 entry), where an honest fp32 summation order's error is small "
         "against the output's scale but not against that one element. Their targets (NaN from overflow, a variance "
         "off by a large fraction, a loss off by 1e-3 of itself) fail either way")
-    # Tolerance per dtype, declared here only (harness.precision names the dtypes; the judge's checks of timed
+    # Tolerance per dtype, declared here only (harness.measure.precision names the dtypes; the judge's checks of timed
     # outputs, the audit and the prompts read these through tolerance_for): DESIGN.md, fp32 vs fp16/bf16.
     tolerance_fp32: float = 1e-2
     tolerance_half: float = Field(1e-2, description="fp16/bf16: a bf16/fp16 run (precision), or an fp32 run's output "
@@ -57,7 +57,7 @@ class Protocol(BaseModel):
     )
     tf32_truncation_factor: float | None = Field(
         None, description="also pass if max error <= k x the error of TF32 with truncated operands (what tensor cores "
-        "fed fp32 compute: harness.tf32_truncation); small, since an honest truncating kernel makes that very error")
+        "fed fp32 compute: harness.judge.tf32_truncation); small, since an honest truncating kernel makes that very error")
     strict_output: bool = Field(False, description="exact dtype, no NaN/Inf, no all-zero output vs non-zero reference")
     baseline: Literal["eager_fp32", "eager_tf32"] = "eager_fp32"
     timing: Literal["naive", "verified"] = "naive"
@@ -68,7 +68,7 @@ class Protocol(BaseModel):
     roofline_slack: float = Field(0.9, description="flag only below slack x T_floor, so datasheet optimism never flags")
     require_shapes: bool = Field(
         False, description="a kernel correct at the published shape but failing one of the record's extra shapes "
-        "(this protocol's trial set there, harness.shapes) is incorrect; off: shape_specialised is reported only")
+        "(this protocol's trial set there, harness.scoring.shapes) is incorrect; off: shape_specialised is reported only")
     speedup_credit: Literal["point", "lower", "conservative"] = Field(
         "point", description="the speedup fast_p and geomean count: point = the point estimate; lower = the 95% "
         "interval's lower bound; conservative = the lower bound when noisy, never more than naive's estimate when "
@@ -320,7 +320,7 @@ def score(record: MeasurementRecord, protocol: Protocol | str) -> ProtocolResult
     kernel_stats = record.timing.naive_kernel if p.timing == "naive" else record.timing.verified_kernel
     kernel = _stat(kernel_stats, p.statistic)
     # Where TF32 cannot apply (CPU; no matmul/convolution) the TF32 baseline is the fp32 one: read the same
-    # measurement, so the TF32 switch moves nothing (harness.applicability).
+    # measurement, so the TF32 switch moves nothing (harness.scoring.applicability).
     if p.baseline == "eager_tf32" and tf32_applies(record)[0]:
         base_stats = record.timing.verified_baseline_tf32 if p.timing == "verified" else None
         if base_stats is None:  # tf32 baseline timed only with the verified method

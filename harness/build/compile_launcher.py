@@ -1,7 +1,7 @@
 """Compiler launcher for extension builds: reuses object files across builds, adds the PCH folder.
 
 Build and candidate processes get ``CXX`` and ``PYTORCH_NVCC`` naming shims that run torch's
-compilers through this script (``harness.build.compiler_shims``):
+compilers through this script (``harness.build.build.compiler_shims``):
 
     python -S compile_launcher.py [--objects ROOT] [--include DIR | --pch-from-env] -- COMPILER ARGS...
 
@@ -22,7 +22,7 @@ recompiles both. Here a translation unit is compiled once per distinct input:
   compiles as usual and stores the result. Two builds needing the same unit at once: the second waits
   for the first (a file lock the kernel releases if the holder dies) rather than compile it twice.
 * ``--include DIR``: for compiles, ``-I DIR`` first, so ``#include <torch/extension.h>`` finds the
-  precompiled header ``DIR/torch/extension.h.gch`` (see harness.build). Only the C++ compiler's shim
+  precompiled header ``DIR/torch/extension.h.gch`` (see harness.build.build). Only the C++ compiler's shim
   passes it; nvcc's own preprocessing never sees it. GCC uses a PCH only when it matches the compile
   and parses the header otherwise, so the object is the same with or without it: a unit compiled
   before the PCH existed serves later builds that have it. With ``$KV_PCH_WAIT_S`` set (the build

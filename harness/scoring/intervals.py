@@ -28,7 +28,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .record import TimingStats
+from ..measure.record import TimingStats
 
 RESAMPLES = 1000
 SEED = 20250101

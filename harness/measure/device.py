@@ -1,4 +1,5 @@
-"""Device operations the timers need: synchronisation, clocks, L2 flush, persisting-L2 reset."""
+"""Device operations the timers need: synchronisation, clocks, L2 flush, persisting-L2 reset; and the CPUs this
+process may use."""
 
 from __future__ import annotations
 
@@ -151,3 +152,12 @@ class Clock:
         t0 = time.perf_counter()
         out = fn()
         return (time.perf_counter() - t0) * 1e3, out
+
+
+def usable_cpus() -> int:
+    """CPUs this process may run on (its affinity mask: taskset, a cgroup cpuset), not the host's count;
+    the build pools size themselves by it, so a pool pinned to 16 of 32 cores runs 16 compilers."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # platforms without affinity
+        return os.cpu_count() or 1

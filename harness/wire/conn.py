@@ -1,5 +1,5 @@
 """How the judge, the candidate process and the parent talk: JSON lines on Unix sockets (file
-descriptors passed beside them). Bulk tensor bytes go through ``harness.shm``.
+descriptors passed beside them). Bulk tensor bytes go through ``harness.wire.shm``.
 
 Nothing crossing to the judge is unpickled or executed: a message is JSON, a tensor is a descriptor
 (offset, shape, dtype) the judge validates plus raw bytes it copies out of the shared buffer.

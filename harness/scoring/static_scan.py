@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 import re
 
-from .record import Provenance
+from ..measure.record import Provenance
 
 _CUDA_KERNEL = re.compile(r"__global__|<<<")
 # What shows that native code does the work itself rather than forwarding to ATen (``return at::tanh(x)``

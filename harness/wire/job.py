@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from .precision import Precision
+from ..measure.precision import Precision
 
 PRESPAWN_MIN_CPUS = 8  # below it the spare process's imports compete with the measured one
 
@@ -17,7 +17,7 @@ class EvalSettings(BaseModel):
     naive_trials: int = Field(5, description="KernelBench's 5 correctness trials")
     verified_base_trials: int = Field(5, description="ordinary trials before the hidden distributions")
     verified_adversarial_trials: int = Field(
-        2, ge=0, description="draws of each adversarial distribution (harness.adversarial) among the verified trials; "
+        2, ge=0, description="draws of each adversarial distribution (harness.judge.adversarial) among the verified trials; "
                              "two, since one draw of a heavy tail misses a strided subsample ~1% of the time")
     naive_timing_trials: int = Field(100, description="KernelBench: 100 timed calls, mean")
     naive_warmup: int = 3
@@ -35,7 +35,7 @@ class EvalSettings(BaseModel):
     witness_calibration: Literal["judge", "peer"] = Field(
         "judge", description="where the judge's clock calibrates what a timed call costs besides the kernel: 'peer', "
                             "a sandboxed process of the harness's own that does a timed call without the kernel "
-                            "(harness.clock_peer: a second process and, on a GPU, a second context, as the candidate "
+                            "(harness.candidate.clock_peer: a second process and, on a GPU, a second context, as the candidate "
                             "is); 'judge' (default), in the judge's own process: on the H200 both calibrated a small "
                             "kernel's call alike (0.40-0.53 ms), and the peer holds a CUDA context per judge")
     timing_input_sets: int = Field(3, description="rotating input sets for verified timing (distinct pointers)")
@@ -81,7 +81,7 @@ class EvalSettings(BaseModel):
                            "outputs as DMA). Experimental: not yet measured on the GPU host")
     device_handover: bool = Field(
         True, description="on a GPU, hand inputs and outputs over in device memory both processes map "
-                          "(harness.device_buffer: CUDA VMM, shared by file descriptor) instead of host shared memory; "
+                          "(harness.wire.device_buffer: CUDA VMM, shared by file descriptor) instead of host shared memory; "
                           "where the driver refuses, host memory is used and the record says which. No effect on a CPU")
     compile_baseline: bool | None = Field(
         None, description="also time torch.compile(Model) (default mode) as a baseline: compiled once per problem by "
@@ -89,12 +89,12 @@ class EvalSettings(BaseModel):
                           "(a CPU compile takes tens of seconds per problem)")
     extra_shapes: int = Field(
         0, ge=0, le=8, description="also check the candidate's correctness (no timing) at this many extra shapes of the "
-                                   "problem, its size constants scaled down (harness.shapes); 0: off")
+                                   "problem, its size constants scaled down (harness.scoring.shapes); 0: off")
     precision: Precision = Field(
         "fp32", description="fp32: the problem as written. bf16/fp16: floating inputs, parameters, the reference Model "
                             "(and its timed baselines) and ModelNew cast to that dtype, the exact expected output computed in "
                             "float64 from the same rounded values, output expected in that dtype, the protocol's tolerance "
-                            "for that dtype; TF32 does not apply (harness.precision)")
+                            "for that dtype; TF32 does not apply (harness.measure.precision)")
     cpu_threads: int | None = Field(
         None, description="torch threads in the candidate process and the judge. None: 1 on a CPU device (the demo "
                           "sweep twice on a loaded 2-core host: naive geomeans 1.07x/2.03x with torch's default threads, "
@@ -125,7 +125,7 @@ class EvalSettings(BaseModel):
         """Whether the evaluator starts each next candidate process ahead (``prespawn_worker`` resolved)."""
         if self.prespawn_worker is not None:
             return self.prespawn_worker
-        from .build import usable_cpus
+        from ..measure.device import usable_cpus
 
         return usable_cpus() >= PRESPAWN_MIN_CPUS
 

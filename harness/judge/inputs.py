@@ -14,16 +14,17 @@ import torch
 
 from problems.domains import Domain, allowed_scales
 
+from ..measure.reference import KERNELBENCH_SEED
+from ..wire.job import JobSpec
 from . import adversarial
 
 # Hidden distributions of the verified protocol: name -> scale applied to floating inputs.
 HIDDEN_SCALES: dict[str, float] = {"x1": 1.0, "x3": 3.0, "x0.01": 0.01, "neg": -1.0}
-KERNELBENCH_SEED = 42
 
 
 @dataclass(frozen=True)
 class TrialSpec:
-    distribution: str  # 'naive', 'base', a HIDDEN_SCALES key or an adversarial distribution (harness.adversarial)
+    distribution: str  # 'naive', 'base', a HIDDEN_SCALES key or an adversarial distribution (harness.judge.adversarial)
     seed: int
     scale: float
     params: str  # 'default' | 'perturbed'
@@ -161,3 +162,14 @@ def perturbed_parameters_of(params: dict[str, torch.Tensor], seed: int) -> dict[
         noise = torch.randn(base.shape, generator=g) * (0.5 * spread)
         new[name] = (base + noise).to(dtype=p.dtype)
     return new
+
+
+def trial_plan(job: JobSpec, mod, names: list[str]) -> tuple[list[TrialSpec], list[TrialSpec], list[tuple[str, str]]]:
+    """The judge's trial plan (the candidate process learns it from the judge's hello): naive and verified
+    trials, and the adversarial distributions not applied, with the reason."""
+    domains = {k: Domain(v) for k, v in job.domains.items()}
+    with torch.device("meta"):
+        meta_inputs = list(mod.get_inputs())
+    fargs = floating_args(meta_inputs, names)
+    return plan_trials(job.settings.naive_trials, job.settings.verified_base_trials, job.fresh_seeds, domains, fargs,
+                       job.settings.verified_adversarial_trials)

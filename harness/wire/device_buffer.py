@@ -1,6 +1,6 @@
 """Device memory two processes share through a file descriptor (CUDA virtual memory management).
 
-The judge and the candidate process hand tensors over through host shared memory today (``harness.shm``): at
+The judge and the candidate process hand tensors over through host shared memory today (``harness.wire.shm``): at
 full size each trial's output crosses the PCIe bus twice and host memory once. This is the device-side
 alternative: the exporter allocates with ``cuMemCreate`` (a dedicated allocation, never a caching-allocator
 segment that could hold anything else), exports a POSIX file descriptor, and sends it over the Unix socket

@@ -1,10 +1,10 @@
 """Build step: import a candidate once so ``load_inline`` compiles into its cached extensions folder.
 
-Run as ``python -m harness.build SOURCE.py``; exit 0 on success, 3 with the error on stderr otherwise.
+Run as ``python -m harness.build.build SOURCE.py``; exit 0 on success, 3 with the error on stderr otherwise.
 Builds run in parallel with evaluation (one process each), and a later import hits the cache.
 
 Two build caches below the per-source extensions cache, both applied by running torch's compilers
-through ``harness/compile_launcher.py`` (``CXX`` and ``PYTORCH_NVCC`` name shims, see ``compiler_shims``):
+through ``harness/build/compile_launcher.py`` (``CXX`` and ``PYTORCH_NVCC`` name shims, see ``compiler_shims``):
 
 * Object reuse (``KV_OBJECT_CACHE_DIR``): a translation unit whose compiler, flags and source are unchanged is not
   compiled again. For trusted in-process builds only (the demo kernels' tests): ``Evaluator`` never sets it, since
@@ -66,7 +66,7 @@ import time
 import traceback
 from pathlib import Path
 
-from .candidate import import_candidate
+from ..candidate.load import import_candidate
 
 PCH_ENV = "KV_PCH_DIR"
 PCH_TIMEOUT_ENV = "KV_PCH_TIMEOUT_S"
@@ -76,15 +76,6 @@ OBJECTS_ENV = "KV_OBJECT_CACHE_DIR"
 BUILD_DEADLINE_ENV = "KV_BUILD_DEADLINE"
 IMPORTED_MARKER = ".imported"  # written in the build folder once the import succeeded, before the constructor runs
 MAX_PCH_VARIANTS = 4
-
-
-def usable_cpus() -> int:
-    """CPUs this process may run on (its affinity mask: taskset, a cgroup cpuset), not the host's count;
-    the build pools size themselves by it, so a pool pinned to 16 of 32 cores runs 16 compilers."""
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):  # platforms without affinity
-        return os.cpu_count() or 1
 
 
 def _ninja_vars(build_ninja: Path) -> dict[str, str]:
@@ -164,7 +155,7 @@ def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
     """The folder to put first on the include path of a compile with these (ninja-syntax) flags, making its PCH if
     needed (giving up after ``timeout_s``); None when there is none to use yet (not GCC, being made,
     failed or timed out before). ``background``: a missing PCH is made by a detached process
-    (``python -m harness.build --make-pch``) that inherits the lock taken here, and this call returns
+    (``python -m harness.build.build --make-pch``) that inherits the lock taken here, and this call returns
     None at once; a compile that wants it waits in the launcher (``pending_pch``), not here.
     ``lock_held``: that detached process, which holds the lock already."""
     plan = _pch_plan(root, cxx, cflags, post_cflags)
@@ -230,11 +221,11 @@ def _start_pch_maker(root: Path, cxx: str, cflags: str, post_cflags: str, timeou
     inherits the held lock (the same open file), so the lock stays taken until the PCH is made or has
     failed, with no moment free for another maker or for a waiting compile to give up early."""
     try:
-        subprocess.Popen([sys.executable, "-m", "harness.build", "--make-pch", str(root), cxx, cflags, post_cflags,
+        subprocess.Popen([sys.executable, "-m", "harness.build.build", "--make-pch", str(root), cxx, cflags, post_cflags,
                           str(timeout_s or 300)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL, start_new_session=True, pass_fds=(lock.fileno(),),
                          env={**os.environ, "PYTHONPATH": os.pathsep.join(
-                             [str(Path(__file__).resolve().parent.parent), os.environ.get("PYTHONPATH", "")])})
+                             [str(Path(__file__).resolve().parents[2]), os.environ.get("PYTHONPATH", "")])})
     except OSError:
         pass
 
@@ -388,7 +379,7 @@ def _build_in_constructor(mod, problem_source: str, deadline: float) -> None:
     ends this process as a successful build, before the parent's build timeout could call it a compile error."""
     from problems.module import exec_source
 
-    from .reference import construct
+    from ..measure.reference import construct
 
     def stop() -> None:
         sys.stdout.flush()

@@ -1,6 +1,6 @@
 """The measurement record: everything measured about one (candidate, problem, size, device).
 
-A record is written once by the harness; protocols (``harness.protocols``) are pure functions
+A record is written once by the harness; protocols (``harness.scoring.protocols``) are pure functions
 over it, so re-scoring never re-runs a kernel.
 """
 
@@ -65,7 +65,7 @@ class TrialResult(_Stored):
     """One correctness trial: one input set drawn from one distribution."""
 
     distribution: str = Field(description="'naive' | 'base' | 'x1' | 'x3' | 'x0.01' | 'neg' | an adversarial "
-                              "distribution (harness.adversarial: 'shift', 'large', 'heavy_tail', 'near_constant', "
+                              "distribution (harness.judge.adversarial: 'shift', 'large', 'heavy_tail', 'near_constant', "
                               "'sparse')")
     seed: int
     params: Literal["default", "perturbed", "reseeded"]  # reseeded: built under the verified seed, nothing loaded
@@ -75,7 +75,7 @@ class TrialResult(_Stored):
     tf32_baseline_min_tolerance: float | None = None
     tf32_truncated_max_abs: float | None = Field(
         None, description="error of the exact reference with every matmul/convolution operand truncated to TF32 "
-        "(what a truncating tensor-core kernel, e.g. Triton's tl.dot on fp32, computes; harness.tf32_truncation); "
+        "(what a truncating tensor-core kernel, e.g. Triton's tl.dot on fp32, computes; harness.judge.tf32_truncation); "
         "None where no matmul or convolution ran")
     tf32_baseline_all_zero: bool = Field(
         False, description="that baseline's output was all zeros while the exact one is not (the exact values round "
@@ -190,10 +190,10 @@ class Environment(_Stored):
 
 
 class ShapeCheck(_Stored):
-    """The candidate's correctness at one extra shape (``harness.shapes``): correctness trials only, no timing.
+    """The candidate's correctness at one extra shape (``harness.scoring.shapes``): correctness trials only, no timing.
     A pass is None when the shape was not checked (``reason`` says why)."""
 
-    name: str = Field(description="'shape1', 'shape2', ... in the order of harness.shapes.SHAPE_STEPS")
+    name: str = Field(description="'shape1', 'shape2', ... in the order of harness.scoring.shapes.SHAPE_STEPS")
     overrides: dict[str, Any] = Field(default_factory=dict, description="the size constants at this shape")
     naive_pass: bool | None = Field(None, description="the naive protocol's trials all pass at this shape")
     verified_pass: bool | None = Field(None, description="the verified protocol's trials all pass (its correctness "
@@ -217,7 +217,7 @@ class MeasurementRecord(_Stored):
     size: str
     device: str
     precision: Precision = Field("fp32", description="the dtype inputs, parameters, reference and output were in "
-                                                     "(harness.precision; records written before precision modes: fp32)")
+                                                     "(harness.measure.precision; records written before precision modes: fp32)")
     status: Status = "ok"
     failed_phase: Phase | None = None
     error: str | None = Field(None, description="trimmed message for compile/runtime errors and timeouts")

@@ -6,7 +6,7 @@ own memory (bounded; recomputed beyond the budget), never in a file. For each ca
 
 * draws every input set (correctness trials, timing sets) and hands it over in shared memory,
   so the candidate process never sees a seed and cannot precompute what it will be timed on;
-* maps the reference's parameters onto the candidate's and perturbs both sides (``harness.params``);
+* maps the reference's parameters onto the candidate's and perturbs both sides (``harness.judge.params``);
 * computes every error statistic, the NaN/zero/dtype checks and the tolerance decisions of timed
   outputs from the bytes the candidate handed back, against expected outputs it computed itself;
 * picks, after each timed call has returned, whether that call's (already captured) output is
@@ -15,7 +15,7 @@ own memory (bounded; recomputed beyond the budget), never in a file. For each ca
   against its own calibration of the rest (``timing_floor``): the credited kernel time never falls below what that
   clock allows, and a report well below it fails ``timing_witness``.
 
-Run as ``python -m harness.judge CONTROL_FD`` (the parent's end of a socketpair).
+Run as ``python -m harness.judge.judge CONTROL_FD`` (the parent's end of a socketpair).
 """
 
 from __future__ import annotations
@@ -37,30 +37,31 @@ import torch
 from problems.domains import Domain
 from problems.module import exec_source, forward_arg_names
 
-from . import messages as M
-from .clock_peer import PeerLink
-from .compare import error_stats, unread_stats
-from .device import Clock, DeviceOps
-from .device_buffer import emulated
-from .guard_registry import outcome
+from ..measure.compare import error_stats, unread_stats
+from ..measure.device import Clock, DeviceOps
+from ..measure.guard_registry import outcome
+from ..measure.precision import casts, torch_dtype
+from ..measure.record import ErrorStats, GuardOutcome, TrialResult
+from ..measure.reference import build_model, environment, module_to, pytorch_default_flags, tf32
+from ..measure.timing import naive_samples, verified_call
+from ..scoring.protocols import VERIFIED
+from ..wire import messages as M
+from ..wire.conn import Conn, Malformed, WireError
+from ..wire.device_buffer import emulated
+from ..wire.job import JobSpec
+from ..wire.shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, handover_buffer, pack_args
 from .inputs import (
     KERNELBENCH_SEED,
     VerifiedParameters,
     construction_seed,
     forward_seed,
     make_inputs,
+    trial_plan,
     verified_parameters,
 )
-from .job import JobSpec
 from .params import ParamMapping, map_parameters
-from .precision import casts, torch_dtype
-from .protocols import VERIFIED
-from .record import ErrorStats, GuardOutcome, TrialResult
-from .reference import build_model, environment, module_to, pytorch_default_flags, tf32, trial_plan
-from .shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, handover_buffer, pack_args
+from .peer_link import PeerLink
 from .tf32_truncation import TruncatedTF32
-from .timing import naive_samples, verified_call
-from .wire import Conn, Malformed, WireError
 
 PR_SET_DUMPABLE = 4
 # The judge's clock (timing_witness and the credited kernel time). Per timed call it measures the interval from
@@ -286,7 +287,7 @@ class Judge:
         self.reference_precision = "float64"
         self.rng = random.SystemRandom()
         self._echo: Conn | None = None  # the judge's own peer for timing a message round trip
-        self.peer: PeerLink | None = None  # the calibration peer (harness.clock_peer), when the runner started one
+        self.peer: PeerLink | None = None  # the calibration peer (harness.candidate.clock_peer), when the runner started one
         self.compiled: Any = None
         self.compile_seconds: float | None = None
         self.compile_error: str | None = None
@@ -435,7 +436,7 @@ class Judge:
 
     def _truncated_stats(self, m64, doubled, seed: int, exact: torch.Tensor) -> ErrorStats | None:
         """The error of the float64 reference with every matmul/convolution operand truncated to TF32 (what a
-        truncating tensor-core kernel computes: ``harness.tf32_truncation``), against ``exact``."""
+        truncating tensor-core kernel computes: ``harness.judge.tf32_truncation``), against ``exact``."""
         try:
             with tf32(False), TruncatedTF32():
                 trunc = _run(m64, doubled, seed)
@@ -1014,7 +1015,7 @@ class Session:
                     f"{floor['calibrated_by']}){_phases_text(floor)}")
         # The naive loop stays timed as KernelBench published it (the candidate process's own timer): its bracket on
         # this clock is evidence only. Verified's credit meets the naive speedup only as a ceiling, never above its
-        # own judge-clocked estimate (harness.protocols), so a forged naive time cannot raise it; and a loop of
+        # own judge-clocked estimate (harness.scoring.protocols), so a forged naive time cannot raise it; and a loop of
         # sub-millisecond trials on a loaded host gives the bracket whole scheduler slices that no trial contains.
         if len(self.calls) < 3 and not problems:
             self.guards.append(outcome("timing_witness", True, applicable=False, detail="too few timed calls to witness"))

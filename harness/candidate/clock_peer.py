@@ -1,36 +1,34 @@
 """The judge's calibration peer: a timed call with everything but the kernel, from where a candidate stands.
 
-The judge's clock (``harness.judge``, ``timing_floor``) subtracts from each timed call's interval a calibration of
+The judge's clock (``harness.judge.judge``, ``timing_floor``) subtracts from each timed call's interval a calibration of
 everything in it besides the kernel. Made inside the judge, that calibration misses what only a second process pays:
 on the H200 a sandboxed child's kernel-less exchange cost ~0.15 ms more than a thread's when the judge had used the
 GPU last (a second CUDA context; benchmarks/results/h200_witness_overhead_peers.md, h200_witness_overhead.md). This
 process is the harness's own code, started beside a judge in a sandbox of the same kind as a candidate's
 (``harness.sandbox``: own pid namespace, dropped uid, seccomp) on the same device. Per calibration sample it does what
-the worker does around a timed call (``harness.worker``: the pre-call work, 'go', the timer with its launch hold, the
+the worker does around a timed call (``harness.candidate.worker``: the pre-call work, 'go', the timer with its launch hold, the
 hand-over of an output of the expected size through a buffer of the judge's kind, a sync, the report), with no
 kernel; the judge times the exchange exactly as it times the candidate's. No candidate code ever runs here, and no
 candidate process can see it. Opt-in (``EvalSettings.witness_calibration='peer'``): with the worker's pre-call work
 before 'go', the context switch falls outside the interval, and on the H200 the peer calibrated honest small kernels'
 calls as the judge does (h200_witness_honest_peer.md).
 
-    python -m harness.clock_peer FD      (FD: a socket to the judge; the first message says device and buffer kind)
+    python -m harness.candidate.clock_peer FD      (FD: a socket to the judge; the first message says device and buffer kind)
 """
 
 from __future__ import annotations
 
-import contextlib
 import sys
-import time
 
 import torch
 
-from .device import Clock, DeviceOps
-from .shm import DTYPES, handover_buffer
-from .wire import Conn, WireError
+from ..measure.device import Clock, DeviceOps
+from ..wire.conn import Conn, WireError
+from ..wire.shm import DTYPES, handover_buffer
 
 
 def serve(conn: Conn) -> int:
-    # the worker's own pre-call work; imported here, not by the judge, which imports this module for PeerLink
+    # the worker's own pre-call work (the judge's side, PeerLink, is harness.judge.peer_link)
     from .worker import _pre_call
 
     kind, setup = conn.recv(timeout=600)
@@ -67,54 +65,6 @@ def serve(conn: Conn) -> int:
         buf.write(out, 0)
         ops.sync()
         conn.send("called", {})
-
-
-class PeerLink:
-    """The judge's side: one calibration sample per ``sample`` call, timed as the judge times a candidate's call
-    (from its 'go' reply to the arrival of the report). None once the peer has failed (the judge then calibrates in
-    its own process, and the witness says which it used)."""
-
-    def __init__(self, fd: int, setup: dict, ready_timeout_s: float = 300.0) -> None:
-        self.conn: Conn | None = Conn.from_fd(fd)
-        self.ready_timeout_s = ready_timeout_s
-        self.ready = False
-        self.failure: str | None = None
-        try:
-            self.conn.send("setup", setup)
-        except WireError as exc:
-            self._fail(f"setup: {exc}")
-
-    def _fail(self, why: str) -> None:
-        self.failure = self.failure or why
-        if self.conn is not None:
-            self.conn.close()
-        self.conn = None
-
-    def sample(self, like: dict) -> float | None:
-        if self.conn is None:
-            return None
-        try:
-            if not self.ready:
-                kind, _ = self.conn.recv(timeout=self.ready_timeout_s)
-                if kind != "ready":
-                    raise WireError(f"said {kind!r} instead of ready")
-                self.ready = True
-            self.conn.send("next", {"like": like})
-            self.conn.recv(timeout=60)  # its 'go'
-            t0 = time.perf_counter()
-            self.conn.send("go", {})
-            self.conn.recv(timeout=60)
-            return (time.perf_counter() - t0) * 1e3
-        except (WireError, OSError) as exc:
-            self._fail(str(exc)[:300])
-            return None
-
-    def close(self) -> None:
-        if self.conn is not None:
-            with contextlib.suppress(WireError, OSError):
-                self.conn.send("close", {})
-            self.conn.close()
-            self.conn = None
 
 
 def main(fd: int) -> int:

@@ -15,9 +15,9 @@ from typing import Any
 
 import torch
 
+from .conn import WireError
 from .device_buffer import DeviceBuffer, DeviceBufferError, emulated, shared_buffer_type
 from .messages import MAX_DIMS
-from .wire import WireError
 
 # dtypes that may cross; anything else is refused (the judge never getattr's a name it did not list).
 DTYPES: dict[str, torch.dtype] = {str(d).removeprefix("torch."): d for d in (
@@ -153,7 +153,7 @@ class SharedBuffer:
 
 
 class DeviceSharedBuffer(SharedBuffer):
-    """The same layout in device memory both processes map (``harness.device_buffer``; EvalSettings.device_handover):
+    """The same layout in device memory both processes map (``harness.wire.device_buffer``; EvalSettings.device_handover):
     inputs and outputs are copied device to device. It cannot grow in place: a larger one is a new allocation, whose
     descriptor goes out with the judge's next reply (``pending_fd``) and replaces the other side's mapping."""
 

@@ -15,8 +15,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from .record import GuardOutcome, Memory, Phase, Status
-from .wire import WireError
+from ..measure.record import GuardOutcome, Memory, Phase, Status
+from .conn import WireError
 
 # Bounds on what a candidate process may send, declared once. A number beyond them is no number the harness's own
 # worker sends: the message is a breach before the judge acts on it.
