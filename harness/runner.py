@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import fcntl
-import functools
-import hashlib
 import itertools
 import json
 import os
@@ -23,7 +20,6 @@ import shlex
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -33,10 +29,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
 import problems as P
 
+from .assemble import assemble, phase_durations
 from .build.build import (
     BUILD_DEADLINE_ENV,
     IMPORTED_MARKER,
@@ -47,6 +44,18 @@ from .build.build import (
     _pch_plan,
     build_env,
 )
+from .builds import (
+    DEFAULT_CACHE,
+    BuildResult,
+    _build_environment,
+    _builds_ahead,
+    _clear_torch_batons,
+    _copy_build,
+    _file_hashes,
+    _filed,
+    _source_lock,
+    pch_dir,
+)
 from .candidate.load import source_hash
 from .errors import HarnessError
 from .judge.inputs import seeds_needed
@@ -54,14 +63,9 @@ from .measure.device import usable_cpus
 from .measure.guard_registry import outcome
 from .measure.record import (
     Environment,
-    GuardOutcome,
     MeasurementRecord,
     ShapeCheck,
-    SkippedDistribution,
-    Timing,
-    TrialResult,
 )
-from .measure.stats import summarize
 from .roofline_bound import roofline_for
 from .sandbox import (
     EXT_MOUNT,
@@ -79,52 +83,10 @@ from .sandbox import (
 )
 from .scoring import shapes
 from .scoring.protocols import PROTOCOLS, Protocol, ProtocolResult, score
-from .scoring.static_scan import kernel_backend, scan
+from .scoring.static_scan import scan
 from .wire import messages as M
 from .wire.conn import Conn, WireError
 from .wire.job import EvalSettings, JobSpec
-
-DEFAULT_CACHE = Path(os.environ.get("KV_CACHE_DIR", Path.home() / ".cache" / "kernelverify"))
-
-
-@functools.lru_cache(maxsize=1)
-def _build_environment() -> str:
-    """What a compiled extension depends on beyond its source: the interpreter, torch and where its headers are."""
-    import torch
-
-    return f"\0{sys.executable}\0{sys.version}\0{torch.__version__}\0{Path(torch.__file__).resolve().parent}"
-
-
-def pch_dir() -> Path | None:
-    """Where build processes keep precompiled ``torch/extension.h`` headers (``harness.build.build``):
-    ``KV_PCH_DIR`` if set (empty: off), else ``DEFAULT_CACHE/pch``. Not under an Evaluator's own
-    ``cache_dir``: a PCH is keyed by compiler, flags and torch version, never by candidate, so every
-    cache on the machine shares it (a test's temporary cache does not make a new ~0.8 GB one)."""
-    env = os.environ.get("KV_PCH_DIR")
-    if env is not None:
-        return Path(env) if env.strip() else None
-    return DEFAULT_CACHE / "pch"
-
-
-def object_cache_dir() -> Path | None:
-    """Where trusted in-process builds (the demo kernels' tests) keep compiled translation units for reuse
-    (``harness.build.compile_launcher``): ``KV_OBJECT_CACHE_DIR`` if set (empty: off), else ``DEFAULT_CACHE/objects``.
-    Never given to a candidate's build: an object one candidate's build made could reach another candidate whose
-    unit has the same text."""
-    env = os.environ.get("KV_OBJECT_CACHE_DIR")
-    if env is not None:
-        return Path(env) if env.strip() else None
-    return DEFAULT_CACHE / "objects"
-
-
-class BuildResult(NamedTuple):
-    """Outcome of compiling one candidate (``Evaluator.build``); unpacks as (ok, seconds, error, cached)."""
-
-    ok: bool
-    seconds: float
-    error: str
-    cached: bool
-    timed_out: bool = False
 
 
 class Evaluation(BaseModel):
@@ -180,33 +142,6 @@ def _sandbox_uid() -> int:
     """A uid for the next sandbox, from the pool, spread by process so that two evaluators rarely share one (sharing
     would grant nothing: every sandbox has its own pid namespace and sees only its own folders)."""
     return UID_BASE + (os.getpid() * 7919 + next(_uid_seq)) % UID_COUNT
-
-
-def _file_hashes(folder: Path) -> dict[str, str]:
-    """sha256 of every shared object under ``folder`` (what a load executes), by relative path."""
-    out = {}
-    for p in sorted(folder.rglob("*.so")):
-        if p.is_file():
-            out[str(p.relative_to(folder))] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
-
-
-@contextlib.contextmanager
-def _source_lock(ext: Path):
-    """Exclusive per-source lock across threads and processes sharing the cache: a flock, which the
-    kernel releases when its holder dies, unlike the ``lock`` file torch's cpp_extension leaves behind
-    when a build is killed (every later load_inline of that source then waits on it)."""
-    with open(ext / ".kv-build.lock", "w") as held:
-        fcntl.flock(held, fcntl.LOCK_EX)
-        yield
-
-
-def _clear_torch_batons(ext: Path) -> None:
-    """Remove torch's per-extension ``lock`` files; called under ``_source_lock``, so no build of ours
-    holds one. A candidate process of the same source loading it at this moment may lose its lock: it
-    then runs ninja on a finished build (nothing to do) alongside the next one, which is harmless."""
-    for stale in ext.glob("*/lock"):
-        stale.unlink(missing_ok=True)
 
 
 class _Slot(NamedTuple):
@@ -771,8 +706,8 @@ class Evaluator:
         if breaches:  # reports the worker never sends reached the parent: tampering with the result pipe
             record.guards.append(outcome("judge_protocol", False, detail=(
                 f"the candidate process sent the evaluator {len(breaches)} malformed report(s): {breaches[0]}")[:1000]))
-        self._assemble(record, messages, res, verdicts)
-        record.phase_seconds.update(_phase_durations(messages, t_worker, t_worker + res.seconds))
+        assemble(record, messages, res, verdicts)
+        record.phase_seconds.update(phase_durations(messages, t_worker, t_worker + res.seconds))
         spent = verdicts.get("seconds")
         if isinstance(spent, dict):  # the judge's side of the same phases: where a slow evaluation's time went
             record.phase_seconds.update({f"judge_{k}": float(v) for k, v in spent.items()
@@ -857,126 +792,8 @@ class Evaluator:
         for spare in spares:
             spare.discard()
 
-    @staticmethod
-    def _assemble(record: MeasurementRecord, messages: list[dict], res, verdicts: dict) -> None:
-        """The record from the judge's findings (trials, its guards, the mapping) and the candidate process's
-        messages (phases, timing samples, in-process guard evidence)."""
-        record.naive_trials = [TrialResult.model_validate(x) for x in verdicts.get("naive_trials", [])]
-        record.verified_trials = [TrialResult.model_validate(x) for x in verdicts.get("verified_trials", [])]
-        record.skipped_distributions = [SkippedDistribution(distribution=d, reason=r)
-                                        for d, r in verdicts.get("skipped_distributions", [])]
-        record.guards.extend(GuardOutcome.model_validate(x) for x in verdicts.get("guards", []))
-        mapping = verdicts.get("mapping") or {}
-        record.param_mapping = mapping.get("pairs") if mapping else None
-        record.perturbation_skipped = mapping.get("skipped") if mapping else None
-        if mapping.get("pairs"):
-            loaded = mapping.get("loaded") or []
-            record.provenance.notes.append(
-                "random parameters drawn by the verified construction seed on both sides; perturbed constants loaded "
-                "into the candidate's " + (", ".join(loaded[:6]) if loaded else "(none)"))
-        if mapping.get("reference_only"):
-            record.provenance.notes.append("perturbed in the reference only (no candidate tensor the mapping pairs with "
-                                           "them by name, last name component, declaration order or unique shape): "
-                                           + ", ".join(mapping["reference_only"][:6]))
-        if verdicts.get("reference_precision"):
-            record.provenance.notes.append(f"exact reference computed in {verdicts['reference_precision']}")
-        if verdicts.get("handover") == "device":
-            record.provenance.notes.append("inputs and outputs handed over in shared device memory")
-        elif verdicts.get("handover") == "host-fallback":
-            record.provenance.notes.append("inputs and outputs handed over in host memory (the driver refused a "
-                                           "shared device buffer)")
-        record.output_dtype = verdicts.get("output_dtype")
-        phase = "load"
-        done = candidate_ran = False
-        for m in messages:
-            kind, payload = m["kind"], m["payload"]
-            if kind == "phase":
-                phase = payload
-                done = done or payload == "done"
-            elif kind == "candidate_code_starts":
-                candidate_ran = True
-            elif kind == "harness_error":
-                if not candidate_ran:
-                    raise HarnessError(str(payload))
-                # After candidate code ran in that process, the message may be the candidate's own doing.
-                record.status, record.failed_phase = "runtime_error", phase
-                record.error = f"the candidate process reported a failure during {phase}: {str(payload)[:1000]}"
-                return
-            elif kind == "judge_link_broken":
-                if any(g.name == "judge_protocol" for g in record.guards):
-                    return  # judged on what reached the judge before the candidate broke the protocol
-                record.status, record.failed_phase = "runtime_error", phase
-                record.error = f"the candidate process lost its link to the judge during {phase}: {payload}"
-                return
-            elif kind == "error":
-                record.status, record.failed_phase, record.error = payload.status, payload.phase, payload.error
-                return
-            elif kind == "output_dtype" and record.output_dtype is None:
-                record.output_dtype = payload
-            elif kind == "note" and sum(n.startswith("candidate process: ") for n in record.provenance.notes) < 4:
-                record.provenance.notes.append(f"candidate process: {payload}")  # its own words: a few at most
-            elif kind == "custom_code_called":
-                record.provenance.custom_kernel_called = payload
-            elif kind == "timing":
-                try:
-                    record.timing = Timing.model_validate({**payload, **{k: getattr(record.timing, k) for k in _SAMPLED}})
-                except ValidationError as exc:
-                    record.guards.append(outcome("judge_protocol", False, detail=f"malformed 'timing' report: {exc}"[:500]))
-            elif kind == "timing_samples":
-                for k in _SAMPLED:
-                    if payload.get(k):
-                        _set_samples(record.timing, k, payload[k])
-            elif kind == "memory":
-                record.memory = payload
-            elif kind in ("guards", "guard"):
-                # extend, not replace: findings sent earlier (harness_introspection) must survive
-                record.guards.extend(payload if kind == "guards" else [payload])
-        if verdicts.get("kernel_ms") and record.timing.verified_kernel is not None:
-            record.timing.verified_kernel = summarize(verdicts["kernel_ms"], "verified")
-        # The naive loop's mean as the judge's clock bounds it, never the candidate process's own copy.
-        if verdicts.get("naive_kernel_ms") and record.timing.naive_kernel is not None:
-            record.timing.naive_kernel = summarize(verdicts["naive_kernel_ms"], "naive")
-        # The baselines as the judge timed them, never a copy the candidate's process passed on.
-        timed = record.timing.verified_kernel is not None
-        for field_name, ms in (verdicts.get("baseline_ms") or {}).items():
-            if field_name in _SAMPLED and ms and timed:
-                _set_samples(record.timing, field_name, ms)
-        comp = verdicts.get("compile") or {}
-        record.timing.compile_seconds, record.timing.compile_error = comp.get("seconds"), comp.get("error")
-        side = record.guard("no_unsynchronised_side_streams")
-        if side is not None and not side.passed and record.timing.verified_kernel and record.timing.synced_kernel_ms:
-            # the honest number for this kernel is the synced one
-            synced = record.timing.synced_kernel_ms
-            record.timing.verified_kernel = record.timing.verified_kernel.model_copy(
-                update={"median_ms": synced, "mean_ms": synced, "samples": None})  # samples no longer match it
-        if done:
-            return
-        if res.memory_exceeded:
-            record.status, record.failed_phase = "runtime_error", phase
-            record.error = (f"the candidate's processes used {res.memory_exceeded / 2**30:.1f} GiB of host memory, over "
-                            f"the limit (EvalSettings.memory_limit_bytes); stopped during {phase}")
-        elif res.timed_out:
-            record.status, record.failed_phase = "timeout", phase
-            record.error = f"no result within {res.seconds:.0f} s (stopped during {phase})"
-        elif not candidate_ran:
-            how = f"killed by {res.signal_name}" if res.signal_name else f"exited with code {res.returncode}"
-            raise HarnessError(f"the candidate process {how} before any candidate code ran\n{res.stderr_tail[-2000:]}")
-        else:
-            record.status, record.failed_phase = "runtime_error", phase
-            how = f"killed by {res.signal_name}" if res.signal_name else f"exited with code {res.returncode}"
-            record.error = f"candidate process {how} during {phase}\n{res.stderr_tail[-3000:]}"
-            if phase == "load":
-                record.status = "compile_error"
-
 
 MAX_REPORT_BYTES = 64 * 2**20  # one report line from a candidate process (timing samples are the longest)
-_SAMPLED = ("naive_kernel", "naive_baseline_fp32", "verified_kernel", "verified_baseline_tf32", "verified_baseline_fp32",
-            "naive_baseline_compile", "verified_baseline_compile")
-
-
-def _set_samples(timing: Timing, field_name: str, samples: list[float]) -> None:
-    """A timing field (one of ``_SAMPLED``) summarized from its raw samples, by the method its name says."""
-    setattr(timing, field_name, summarize(samples, "naive" if field_name.startswith("naive") else "verified"))
 
 
 def _close_all(judges: dict) -> None:
@@ -993,43 +810,6 @@ def _disk_full(error: str, where: Path) -> bool:
         return shutil.disk_usage(where).free < 2 * 2**30
     except OSError:
         return True
-
-
-def _filed(ext: Path, marker: Path) -> bool:
-    """Whether ``ext`` holds a finished build whose shared objects are still the ones filed (a marker of an older
-    format, or any change, means build again)."""
-    try:
-        filed = json.loads(marker.read_text())["sha256"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-    return isinstance(filed, dict) and filed == _file_hashes(ext)
-
-
-def _copy_build(ext: Path, dest: Path, uid: int) -> None:
-    """``ext``'s files into ``dest`` (emptied first), times kept so ninja finds them up to date, given to ``uid``."""
-    for p in dest.iterdir():
-        shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
-    shutil.copytree(ext, dest, dirs_exist_ok=True, symlinks=True,
-                    ignore=shutil.ignore_patterns(".kv-build.lock", ".built-ok", "lock"))
-    own(dest, uid)
-
-
-def _builds_ahead(source: str) -> bool:
-    """Whether a source compiles anything (an extension ahead, or Triton at run time): it gets the build allowance."""
-    return kernel_backend(source) != "python"
-
-
-def _phase_durations(messages: list[dict], started: float, ended: float) -> dict[str, float]:
-    """Seconds per worker phase, from when each phase message reached the parent; 'startup' is process
-    start and imports up to the first message."""
-    marks = [(m["payload"], m["received_at"]) for m in messages if m["kind"] == "phase"]
-    if not marks:
-        return {"startup": ended - started}
-    out = {"startup": marks[0][1] - started}
-    for (name, t0), (_, t1) in zip(marks, [*marks[1:], ("end", ended)], strict=True):
-        if name != "done":
-            out[name] = out.get(name, 0.0) + (t1 - t0)
-    return out
 
 
 def evaluate(source: str, problem_id: str, *, device: str = "cpu", size: P.Size = "small",

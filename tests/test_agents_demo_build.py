@@ -25,7 +25,7 @@ def _precompiled_headers():
     """These builds happen in-process, not through the harness's build step: share its PCH and objects anyway."""
     try:
         from harness.build.build import enable_build_caches
-        from harness.runner import object_cache_dir, pch_dir
+        from harness.builds import object_cache_dir, pch_dir
     except ImportError:  # only torch and pytest installed: build without it
         return
     enable_build_caches(pch_dir(), object_cache_dir(), timeout_s=300)

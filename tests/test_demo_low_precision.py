@@ -27,7 +27,7 @@ HALF = [torch.bfloat16, torch.float16]
 def _precompiled_headers():
     try:
         from harness.build.build import enable_build_caches
-        from harness.runner import object_cache_dir, pch_dir
+        from harness.builds import object_cache_dir, pch_dir
     except ImportError:
         return
     enable_build_caches(pch_dir(), object_cache_dir(), timeout_s=300)

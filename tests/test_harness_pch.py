@@ -172,7 +172,7 @@ def test_the_hook_gives_each_extension_the_pch_of_its_own_flags(tmp_path, fake_c
 def test_a_real_build_compiles_against_a_valid_pch(tmp_path):
     """A demo kernel built by the Evaluator; GCC, given the extension's own flags, accepts the PCH."""
     import harness
-    from harness.runner import pch_dir
+    from harness.builds import pch_dir
 
     root = pch_dir()
     if root is None:
