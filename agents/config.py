@@ -14,7 +14,7 @@ from .backends import Backend, default_backend, runs_on
 CPU_EVAL_DEFAULTS: dict[str, Any] = {"verified_seconds_per_subject": 1.0, "verified_max_iters": 100}
 
 #: Knobs that only change how a run executes, not what it measures: --resume may change them.
-EXECUTION_FIELDS = ("budget_usd", "concurrency", "gpus", "build_workers", "progress", "resume", "run_dir",
+EXECUTION_FIELDS = ("budget_usd", "concurrency", "gpus", "build_workers", "progress", "resume", "force", "run_dir",
                     "executor", "ray_address")
 
 
@@ -43,6 +43,8 @@ class SweepConfig(BaseModel):
     budget_usd: float | None = Field(None, ge=0, description="stop starting model calls once recorded spend reaches this")
     run_dir: Path | None = Field(None, description="None: runs/<timestamp>")
     resume: bool = False
+    force: bool = Field(False, description="start over in a run_dir that holds a run (its run files removed once every "
+                                           "check passed); not saved")
     problems_dir: Path | None = Field(None, description="problem files other than the built-in catalog")
     feedback: Literal["visible", "verdict_only"] = Field("visible", description="agents.feedback visibility policy")
     hardware: str | None = Field(None, description="spec sheet for hardware_aware (prompts/hardware/devices.toml); None = detect")
@@ -61,6 +63,8 @@ class SweepConfig(BaseModel):
     def _check(self) -> SweepConfig:
         if not self.models:
             raise ValueError("at least one model is needed")
+        if self.resume and self.force:
+            raise ValueError("--resume continues a run and --force starts it over: give one of them")
         if self.stop_on != "none" and self.stop_on not in self.protocols:
             raise ValueError(f"--stop-on {self.stop_on} needs that protocol in --protocols")
         if self.backend is not None and self.device in ("cuda", "cpu") and not runs_on(self.backend, self.device):

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import difflib
+import json
+import os
 import sys
 import time
 from collections import Counter
@@ -26,10 +29,10 @@ import problems as P
 from harness.measure.precision import DTYPE_NAMES
 
 from .config import EXECUTION_FIELDS, SweepConfig
-from .driver import Driver, SampleTask, read_errors
+from .driver import ERRORS, Driver, SampleTask, read_errors
 from .executor import Executor, LocalExecutor
 from .progress import RunSummary, SweepProgress, level_of, print_summary, summarize
-from .store import RunStore
+from .store import ATTEMPTS, CONFIG, RunStore
 
 
 class SweepError(Exception):
@@ -90,37 +93,166 @@ def _default_run_dir(config: SweepConfig) -> Path:
     return Path("runs") / f"{stamp}-{models}"
 
 
-def prepare(config: SweepConfig) -> tuple[SweepConfig, RunStore]:
-    """Resolve the config and open the run directory (or reload a run for --resume)."""
+# -- validation: everything is checked before the run directory is created or written ---------------
+
+FROM_SAVED = "(from config.json)"  # --models of a --resume that names none: the saved run's
+SUMMARY = "summary.json"
+RUN_FILES = (CONFIG, CONFIG + ".tmp", ATTEMPTS, ERRORS, SUMMARY)  # what --force removes
+
+
+def settle(config: SweepConfig) -> SweepConfig:
+    """The config a sweep runs with: a new run's resolved (run dir picked and usable), or for --resume the saved
+    one with only execution knobs changed. Reads, never writes."""
+    if config.resume:
+        return resume_config(config)
+    config = config.resolved()
+    run_dir = Path(config.run_dir) if config.run_dir else _default_run_dir(config)
+    check_run_dir(run_dir, force=config.force)
+    return config.model_copy(update={"run_dir": run_dir})
+
+
+def check_run_dir(run_dir: Path, *, force: bool = False) -> None:
+    """A new run's directory: absent or a directory without a run (or any, with --force), creatable."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise SweepError(f"--run-dir {run_dir} is a file, not a directory")
+    if not force and any((run_dir / f).exists() for f in RUN_FILES):
+        raise SweepError(f"{run_dir} already holds a run; add --resume to continue it, --force to start it over, "
+                         "or pick another --run-dir")
+    near = next(d for d in (run_dir.absolute(), *run_dir.absolute().parents) if d.exists())
+    if not near.is_dir():
+        raise SweepError(f"--run-dir {run_dir}: {near} is a file, not a directory")
+    if not os.access(near, os.W_OK | os.X_OK):
+        raise SweepError(f"--run-dir {run_dir}: {near} is not writable")
+
+
+def resume_config(config: SweepConfig) -> SweepConfig:
+    """The saved config of the run to resume, with the execution knobs given; plan options that differ are refused
+    (a resumed run mixing two plans would report neither)."""
+    if config.run_dir is None:
+        raise SweepError("--resume needs --run-dir runs/NAME")
+    run_dir = Path(config.run_dir)
+    if not run_dir.is_dir():
+        raise SweepError(f"nothing to resume: {run_dir} {'is a file' if run_dir.exists() else 'does not exist'}")
+    try:
+        saved = json.loads((run_dir / CONFIG).read_text())
+    except FileNotFoundError:
+        raise SweepError(f"nothing to resume: {run_dir} has no {CONFIG} (start the run without --resume)") from None
+    except (OSError, ValueError) as e:
+        raise SweepError(f"cannot resume {run_dir}: its {CONFIG} does not read ({e})") from None
+    if changed := plan_changes(config, saved):
+        raise SweepError(f"--resume runs {run_dir} as saved; these options differ from its {CONFIG}: "
+                         + "; ".join(f"--{k.replace('_', '-')} saved {_show(a)}, given {_show(b)}" for k, a, b in changed)
+                         + " (drop them to resume, or --force to start over with them)")
+    overrides = {k: getattr(config, k) for k in EXECUTION_FIELDS if k in config.model_fields_set}
+    return SweepConfig.model_validate({**saved, **overrides, "resume": True, "force": False, "run_dir": str(run_dir)})
+
+
+def plan_changes(config: SweepConfig, saved: dict) -> list[tuple[str, object, object]]:
+    """(field, saved, given) for each plan option given that differs from the saved config: every field
+    but EXECUTION_FIELDS. An eval setting given is compared with the saved one of that key."""
+    given = config.model_dump(mode="json", include=set(config.model_fields_set) - set(EXECUTION_FIELDS) - {"force"})
+    out = []
+    for key, value in given.items():
+        old = shown = saved.get(key)
+        if key == "models" and value == [FROM_SAVED]:
+            continue
+        if key == "eval_settings":
+            old = shown = {k: (old or {}).get(k) for k in value}
+        elif key == "problems" and old is not None:
+            old, value = _ids(old), _ids(value)
+        elif key == "problems_dir" and old is not None:
+            old, value = str(Path(old).expanduser().resolve()), str(Path(value).expanduser().resolve())
+        if old != value:
+            out.append(("eval_set" if key == "eval_settings" else key, shown, given[key]))
+    return out
+
+
+def _ids(ids: list[str]) -> list[object]:
+    """'1/19' and 'level1/19_ReLU' name the same problem."""
+    out: list[object] = []
+    for i in ids:
+        try:
+            out.append(P.parse_id(i)[:2])
+        except P.ProblemNotFound:
+            out.append(i)
+    return out
+
+
+def _show(value: object) -> str:
+    if isinstance(value, list):
+        return ",".join(map(str, value)) or "(none)"
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items()) or "(none)"
+    return "(default)" if value is None else str(value)
+
+
+def check_eval_settings(settings: dict) -> None:
+    """Every key a harness.EvalSettings field and every value one it takes; a typo gets its close matches."""
+    from pydantic import ValidationError
+
+    import harness
+
+    fields = [f for f in harness.EvalSettings.model_fields if f != "precision"]  # precision: --precision
+    for key in settings:
+        if key not in fields:
+            close = difflib.get_close_matches(key, fields, n=3)
+            hint = f"; did you mean {' or '.join(close)}?" if close else " (see harness/wire/job.py for the fields)"
+            raise SweepError(f"--eval-set {key}: no such harness.EvalSettings field{hint}")
+    try:
+        harness.EvalSettings(**settings)
+    except ValidationError as e:
+        err = e.errors()[0]
+        key = ".".join(map(str, err.get("loc", ()))) or "?"
+        raise SweepError(f"--eval-set {key}={settings.get(key, err.get('input'))}: {err.get('msg')}") from None
+
+
+def check(config: SweepConfig, providers: dict[str, str] | None = None) -> list[SampleTask]:
+    """Every check of a settled config that needs no run directory; returns the plan (at least one conversation)."""
     import prompts
 
-    if config.resume:
-        if config.run_dir is None:
-            raise SweepError("--resume needs --run-dir runs/NAME")
-        store = RunStore(config.run_dir)
-        saved = store.read_config()
-        if saved is None:
-            raise SweepError(f"{config.run_dir} has no config.json to resume")
-        # What the run measures comes from the saved config; only execution knobs may change.
-        overrides = {k: getattr(config, k) for k in EXECUTION_FIELDS if k in config.model_fields_set}
-        config = SweepConfig.model_validate({**saved, **overrides, "resume": True, "run_dir": str(config.run_dir)})
-        _check_device(config)
-    else:
-        config = config.resolved()
-        run_dir = Path(config.run_dir) if config.run_dir else _default_run_dir(config)
-        if (run_dir / "attempts.jsonl").exists() or (run_dir / "config.json").exists():
-            raise SweepError(f"{run_dir} already holds a run; add --resume to continue it, or pick another --run-dir")
-        config = config.model_copy(update={"run_dir": run_dir})
-        _check_device(config)  # before the run directory exists
-        store = RunStore(run_dir)
+    _check_device(config)
     for s in config.strategies:
         prompts.load_strategy(s)  # unknown strategies fail before any work starts
     try:
         prompts.hardware_spec(config.hardware, config.backend or "cpu")
     except ValueError as e:
         raise SweepError(str(e)) from None
-    store.write_config(config)
-    return config, store
+    check_eval_settings(config.eval_settings)
+    if config.problems_dir is not None and not Path(config.problems_dir).expanduser().is_dir():
+        raise SweepError(f"--problems-dir {config.problems_dir}: no such directory")
+    try:
+        if config.levels and not config.problems:
+            have = sorted({p.level for p in P.list_problems(problems_dir=config.problems_dir)})
+            if bad := [lv for lv in config.levels if lv not in have]:
+                raise SweepError(f"--levels {','.join(map(str, bad))}: no such level (there are {_show(have)})")
+        tasks = plan(config, providers)
+    except P.ProblemNotFound as e:
+        raise SweepError(f"--problems: {e}") from None
+    if not tasks:
+        raise SweepError(f"nothing to run: no problem of the selection (--levels/--problems) for --models "
+                         f"{_show(config.models)}")
+    return tasks
+
+
+def open_run(config: SweepConfig) -> RunStore:
+    """Create the run directory (with --force, remove the previous run's files) and save the config. Only after
+    ``check`` passed: a start that fails leaves no directory and no changed one."""
+    run_dir = Path(config.run_dir)
+    if config.force and (old := [f for f in RUN_FILES if (run_dir / f).exists()]):
+        for f in old:
+            (run_dir / f).unlink()
+        print(f"--force: starting {run_dir} over (removed {', '.join(old)})", file=sys.stderr)
+    store = RunStore(run_dir)
+    store.write_config(config.model_dump(mode="json", exclude={"force"}))  # a resume's: its execution knobs now
+    return store
+
+
+def prepare(config: SweepConfig, providers: dict[str, str] | None = None
+            ) -> tuple[SweepConfig, RunStore, list[SampleTask]]:
+    """Settle and check the config, then open the run directory: the resolved config, its store and its plan."""
+    config = settle(config)
+    tasks = check(config, providers)
+    return config, open_run(config), tasks
 
 
 def _check_device(config: SweepConfig) -> None:
@@ -172,13 +304,14 @@ def run_sweep(config: SweepConfig, *, executor: Executor | None = None, clients:
 
 async def _run(config: SweepConfig, *, executor: Executor | None, clients: dict | None) -> RunSummary:
     started = time.monotonic()
+    config = settle(config)  # --resume: the saved models, before their clients
     if clients is None:
         clients, resolved, limits = _resolve_clients(config)  # MissingCredentials surfaces before any work
     else:
         resolved = {k: getattr(c, "model", k) for k, c in clients.items()}
         limits = {getattr(c, "provider", "unknown"): config.concurrency for c in clients.values()}
-    config, store = prepare(config)
-    tasks = plan(config, {k: getattr(c, "provider", "") for k, c in clients.items()})
+    tasks = check(config, {k: getattr(c, "provider", "") for k, c in clients.items()})
+    store = open_run(config)
     own_executor = executor is None
     if executor is None:
         executor = make_executor(config)
@@ -236,7 +369,7 @@ async def _run(config: SweepConfig, *, executor: Executor | None, clients: dict 
     if previous is not None:  # the time and invocations of the run so far, not only this resume's
         summary.wall_s += previous.wall_s
         summary.invocations = previous.invocations + 1
-    (store.dir / "summary.json").write_text(summary.model_dump_json(indent=2))
+    (store.dir / SUMMARY).write_text(summary.model_dump_json(indent=2))
     return summary
 
 
@@ -245,7 +378,7 @@ def _finished_summary(store: RunStore) -> RunSummary | None:
     from pydantic import ValidationError
 
     try:
-        return RunSummary.model_validate_json((store.dir / "summary.json").read_text())
+        return RunSummary.model_validate_json((store.dir / SUMMARY).read_text())
     except (OSError, ValidationError):
         return None
 
@@ -280,7 +413,12 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--concurrency", type=int, help="conversations in flight")
     ap.add_argument("--budget-usd", type=float)
     ap.add_argument("--run-dir", type=Path)
-    ap.add_argument("--resume", action="store_true", default=None)
+    ap.add_argument("--resume", action="store_true", default=None,
+                    help="continue the run in --run-dir as its config.json says; only execution options (concurrency, "
+                         "gpus, build workers, budget, progress, executor) may be given anew, a different plan is refused")
+    ap.add_argument("--force", action="store_true", default=None,
+                    help="start over in a --run-dir that holds a run: its run files are removed once the new start "
+                         "has passed every check")
     ap.add_argument("--problems-dir", type=Path)
     ap.add_argument("--feedback", choices=["visible", "verdict_only"])
     ap.add_argument("--hardware", help="spec sheet name for hardware_aware (H200, H100, A100, L40S, cpu)")
@@ -289,7 +427,9 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--reasoning-effort", choices=["none", "low", "medium", "high"])
     ap.add_argument("--no-response-cache", dest="response_cache", action="store_false", default=None)
     ap.add_argument("--eval-set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override a harness.EvalSettings field, e.g. verified_seconds_per_subject=2")
+                    help="override an evaluation setting: KEY is a field of harness.EvalSettings (harness/wire/job.py: "
+                         "naive_trials, verified_seconds_per_subject, eval_timeout_s, ...), e.g. "
+                         "verified_seconds_per_subject=2; an unknown key is refused with its close matches")
     ap.add_argument("--shapes", type=int, metavar="N",
                     help="also check every kernel's correctness (no timing) at N extra shapes of its problem (size "
                          "constants scaled down, harness.scoring.shapes; default 0: off); sets eval setting extra_shapes")
@@ -307,7 +447,10 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
     settings: dict = {}
     if args.eval_set:
         for item in args.eval_set:
-            key, _, value = item.partition("=")
+            key, eq, value = item.partition("=")
+            if not eq or not key.strip():
+                raise SweepError(f"--eval-set {item}: use KEY=VALUE, KEY a harness.EvalSettings field")
+            key = key.strip()
             try:
                 settings[key] = float(value) if "." in value or "e" in value.lower() else int(value)
             except ValueError:
@@ -317,7 +460,7 @@ def config_from_args(args: argparse.Namespace) -> SweepConfig:
     if settings:
         data["eval_settings"] = settings
     if args.resume and not args.models:
-        data["models"] = ["(from config.json)"]
+        data["models"] = [FROM_SAVED]
     return SweepConfig(**data)
 
 
@@ -343,17 +486,16 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --models is required (e.g. --models demo, or --models replay:PATH)", file=sys.stderr)
         return 2
     try:
-        config = config_from_args(args)
-        if config.resume:
-            saved = RunStore(config.run_dir).read_config() if config.run_dir else None
-            if saved is None:
-                raise SweepError(f"nothing to resume in {config.run_dir}")
-            config = config.model_copy(update={"models": saved["models"]})
-        summary = run_sweep(config)
+        summary = run_sweep(config_from_args(args))
     except MissingCredentials as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except (SweepError, ProviderError, ValidationError, LookupError) as e:
+    except ValidationError as e:  # a config's own check: its message, not pydantic's framing
+        err = e.errors()[0]
+        where = ".".join(map(str, err.get("loc", ())))
+        print(f"error: {where + ': ' if where else ''}{str(err.get('msg')).removeprefix('Value error, ')}", file=sys.stderr)
+        return 2
+    except (SweepError, ProviderError, LookupError) as e:
         msg = str(e).strip().splitlines()
         print(f"error: {msg[0] if len(msg) == 1 else ' '.join(m.strip() for m in msg)}", file=sys.stderr)
         return 2

@@ -1,0 +1,142 @@
+"""Issue 33: the sweep CLI checks all its input before it writes anything. A start that fails exits 2 with one
+line and leaves no run directory (and an existing one as it was); --force starts over, --resume refuses a
+changed plan. None of these evaluates a kernel: each fails (or is checked) before the run starts."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agents.config import SweepConfig
+from agents.sweep import SweepError, check_eval_settings, prepare, settle
+
+ROOT = Path(__file__).resolve().parent.parent
+DEMO = ["--models", "demo", "--device", "cpu", "--size", "small", "--no-progress"]
+
+
+def sweep(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "agents.sweep", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120, env={**os.environ, "KV_CACHE_DIR": str(tmp_path / "cache")})
+
+
+def one_line_error(out: subprocess.CompletedProcess) -> str:
+    assert out.returncode == 2, (out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and "Traceback" not in out.stderr, out.stderr
+    return lines[0]
+
+
+def snapshot(run_dir: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(run_dir.iterdir())}
+
+
+def saved_run(run_dir: Path, **kw) -> dict[str, bytes]:
+    """A run directory as a start leaves it (config.json and one attempts line), written through the API."""
+    _, store, _ = prepare(SweepConfig(models=["demo"], device="cpu", size="small", run_dir=run_dir,
+                                      problems=["1/19"], turns=1, **kw))
+    (store.dir / "attempts.jsonl").write_text('{"torn": \n')
+    return snapshot(run_dir)
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--eval-set", "verified_seconds_per_subject=abc"], ["verified_seconds_per_subject=abc", "number"]),
+    (["--problems", "1/999"], ["--problems", "1/999"]),
+    (["--problems-dir", "/nonexistent"], ["--problems-dir", "/nonexistent", "no such directory"]),
+    (["--levels", "9"], ["--levels 9", "no such level"]),
+    (["--eval-set", "verifed_seconds_per_subject=2"], ["verifed_seconds_per_subject", "did you mean",
+                                                       "verified_seconds_per_subject"]),
+    (["--eval-set", "naive_trials"], ["--eval-set naive_trials", "KEY=VALUE"]),
+])
+def test_bad_input_fails_before_the_run_dir_exists(tmp_path, args, words):
+    run_dir = tmp_path / "run"
+    line = one_line_error(sweep(*DEMO, "--run-dir", str(run_dir), *args, tmp_path=tmp_path))
+    assert all(w in line for w in words), line
+    assert not run_dir.exists()
+
+
+def test_bad_input_leaves_an_existing_run_as_it_was(tmp_path):
+    run_dir = tmp_path / "run"
+    before = saved_run(run_dir)
+    for args in (["--force", "--problems", "1/999"], ["--resume", "--eval-set", "nope=1"], ["--problems", "1/19"]):
+        one_line_error(sweep(*DEMO, "--run-dir", str(run_dir), *args, tmp_path=tmp_path))
+        assert snapshot(run_dir) == before, args
+
+
+def test_a_failed_start_can_be_corrected_without_rm(tmp_path):
+    """The old sweep wrote config.json before it checked the problems: the corrected command was refused."""
+    run_dir = tmp_path / "run"
+    one_line_error(sweep(*DEMO, "--run-dir", str(run_dir), "--problems", "1/999", tmp_path=tmp_path))
+    config, _, tasks = prepare(SweepConfig(models=["demo"], device="cpu", size="small", run_dir=run_dir,
+                                           problems=["1/19"], turns=1))
+    assert [t.problem.id for t in tasks] == ["level1/19_ReLU"]
+    assert json.loads((run_dir / "config.json").read_text())["problems"] == ["1/19"]
+
+
+@pytest.mark.parametrize("make", ["missing", "empty"])
+def test_resume_without_a_run_is_one_line_and_creates_nothing(tmp_path, make):
+    run_dir = tmp_path / "run"
+    if make == "empty":
+        run_dir.mkdir()
+    line = one_line_error(sweep("--run-dir", str(run_dir), "--resume", "--no-progress", tmp_path=tmp_path))
+    assert "nothing to resume" in line and str(run_dir) in line
+    assert (run_dir.exists(), make == "empty") == (make == "empty", make == "empty")
+    if make == "empty":
+        assert not any(run_dir.iterdir())
+
+
+@pytest.mark.parametrize("resume", [False, True])
+def test_run_dir_that_is_a_file_is_one_line(tmp_path, resume):
+    run_dir = tmp_path / "run"
+    run_dir.write_text("not a run")
+    line = one_line_error(sweep(*DEMO, "--run-dir", str(run_dir), *(["--resume"] if resume else []),
+                                tmp_path=tmp_path))
+    assert str(run_dir) in line and "is a file" in line
+    assert run_dir.read_text() == "not a run"
+
+
+def test_resume_refuses_a_changed_plan_naming_saved_and_given(tmp_path):
+    run_dir = tmp_path / "run"
+    before = saved_run(run_dir)
+    line = one_line_error(sweep("--run-dir", str(run_dir), "--resume", "--problems", "1/20", "--turns", "5",
+                                "--concurrency", "3", "--no-progress", tmp_path=tmp_path))
+    assert "--problems saved 1/19, given 1/20" in line and "--turns saved 1, given 5" in line, line
+    assert "concurrency" not in line  # an execution knob may change
+    assert snapshot(run_dir) == before
+
+
+def test_resume_accepts_the_saved_plan_and_execution_changes(tmp_path):
+    run_dir = tmp_path / "run"
+    saved_run(run_dir, eval_settings={"naive_trials": 2})
+    config = settle(SweepConfig(models=["demo"], run_dir=run_dir, resume=True, problems=["level1/19_ReLU"],
+                                turns=1, device="cpu", eval_settings={"naive_trials": 2}, concurrency=3))
+    assert (config.concurrency, config.turns, config.problems) == (3, 1, ["1/19"])
+    with pytest.raises(SweepError, match="--eval-set saved naive_trials=2, given naive_trials=3"):
+        settle(SweepConfig(models=["demo"], run_dir=run_dir, resume=True, eval_settings={"naive_trials": 3}))
+
+
+def test_force_starts_over_after_the_checks(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    saved_run(run_dir)
+    (run_dir / "notes.txt").write_text("mine")
+    config, _, _ = prepare(SweepConfig(models=["demo"], device="cpu", size="small", run_dir=run_dir,
+                                       problems=["1/20"], force=True))
+    assert "--force: starting" in capsys.readouterr().err
+    assert sorted(p.name for p in run_dir.iterdir()) == ["config.json", "notes.txt"]  # only run files removed
+    saved = json.loads((run_dir / "config.json").read_text())
+    assert saved["problems"] == ["1/20"] and "force" not in saved
+
+
+def test_unknown_eval_setting_suggests_close_matches():
+    with pytest.raises(SweepError, match="did you mean naive_trials"):
+        check_eval_settings({"naive_trails": 2})
+    check_eval_settings({"naive_trials": 2, "verified_seconds_per_subject": 1.5})
+
+
+def test_help_says_where_eval_set_keys_come_from(tmp_path):
+    out = sweep("--help", tmp_path=tmp_path)
+    assert out.returncode == 0 and "harness.EvalSettings" in out.stdout and "--force" in out.stdout
