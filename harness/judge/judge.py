@@ -508,10 +508,9 @@ class Session:
         self.timed_failures: list[str] = []
         self.check_seconds = 0.0  # the judge's time in timed calls' checks (each a reference of fresh inputs)
         # Where each timing set lies in the shared buffer: every timed call's set is refilled there with fresh values
-        # (_renew). fresh_values: why a problem's inputs could not be (None: renewed after every call).
+        # (_renew) before it is let go. fresh_values: why a problem's inputs could not be (None: renewed every call).
         self.set_descs: list[list[dict]] = []
         self.set_bases: list[int] = []
-        self.set_forward: list[int] = []  # each set's first seed: its forward seed whatever its values
         self.fresh_values: str | None = None
         self._last_exp: tuple[tuple, Expected] | None = None
         # (arrival of a timed call's report, when the judge let it go on): the time between letting one call
@@ -769,7 +768,6 @@ class Session:
         j = self.j
         for i, seed in enumerate(j.timing_seeds):
             self.timing_keys.append((("timing", i, self.variant, 0), seed))  # (..., generation): renewed per call
-            self.set_forward.append(seed)
         # One reference now, for the output's size (the others only for the calls the judge picks to check: every
         # timed call gets fresh values), computed before the candidate process holds its timing sets and outputs.
         first = self._expected_timing(0)
@@ -865,7 +863,7 @@ class Session:
         if self._last_exp is not None and self._last_exp[0] == key:
             return self._last_exp[1]
         exp = self.j.expected(key if key[-1] == 0 else None, seed, 1.0, self.variant, naive=False,
-                              forward=self.set_forward[idx])
+                              forward=self.j.timing_seeds[idx])  # a set's first seed: its forward seed for good
         self._last_exp = (key, exp) if exp.nbytes <= 256 * 2**20 else None
         return exp
 
