@@ -69,14 +69,17 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
     # fidelity tables. The settings of the 2026-12-01 run: verified timing 1 s per subject, compile baseline off.
     # SWEEP_EVAL_SET=KEY=VALUE adds one more setting; SWEEP_ALSO=1/14,1/29 adds problems to the sample (kernels to
     # evaluate again after a harness fix that changes what is measured); SWEEP_SKIP_EVALUATED=results/h200_fidelity.json
-    # leaves out the problems whose every kernel the tables hold already (before the stride).
+    # leaves out the problems whose every kernel the tables hold already (before the stride). SWEEP_MODELS=cuda-l1-h100
+    # picks replay folders (a glob; one model gives one kernel per problem); SWEEP_DEFAULTS=1 drops the settings above
+    # and sweeps at the evaluator's defaults (issue 31's workload).
     full_size_sweep) step full_size_sweep python3 benchmarks/full_size_sweep.py \
-        --replay "$(ls -d "${CORPUS:?}"/replay/* | paste -sd,)" --problems-dir "$CORPUS/problems" \
+        --replay "$(ls -d "${CORPUS:?}"/replay/${SWEEP_MODELS:-*} | paste -sd,)" --problems-dir "$CORPUS/problems" \
         --limit "${SWEEP_LIMIT:-0}" --stride "${SWEEP_STRIDE:-1}" --offset "${SWEEP_OFFSET:-0}" --also "${SWEEP_ALSO:-}" \
         ${SWEEP_SKIP_EVALUATED:+--skip-evaluated "$SWEEP_SKIP_EVALUATED"} \
         --deadline-s "${SWEEP_DEADLINE_S:-1500}" --out "$R" \
-        --eval-set verified_seconds_per_subject=1.0 --eval-set compile_baseline=false --eval-set max_judges=8 \
-        --eval-set eval_timeout_s=120 --eval-set reference_timeout_s=300 --eval-set build_timeout_s=300 \
+        $( [ -n "${SWEEP_DEFAULTS:-}" ] || echo --eval-set verified_seconds_per_subject=1.0 --eval-set compile_baseline=false \
+            --eval-set max_judges=8 --eval-set eval_timeout_s=120 --eval-set reference_timeout_s=300 \
+            --eval-set build_timeout_s=300 ) \
         ${SWEEP_EVAL_SET:+--eval-set $SWEEP_EVAL_SET}
         step fidelity python3 benchmarks/fidelity.py "$R/run" "$CORPUS/reported.json" \
         --classification benchmarks/results/h200_fidelity_classification.json --previous benchmarks/results/h200_fidelity.json \
