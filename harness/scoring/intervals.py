@@ -135,5 +135,6 @@ def noise_reasons(kernel: TimingStats | None, baseline: TimingStats | None, inte
     for name, s in (("baseline", baseline), ("kernel", kernel)):
         if s.median_ms > 0 and (s.p75_ms - s.p25_ms) / s.median_ms > NOISY_SPREAD:
             out.append(f"the {name}'s times spread widely (interquartile range {100 * (s.p75_ms - s.p25_ms) / s.median_ms:.0f}% "
-                       f"of the median, {s.min_ms:.3g}-{s.max_ms:.3g} ms): the host was loaded")
+                       f"of the median, {s.min_ms:.3g}-{s.max_ms:.3g} ms): its host-side time varies call to call "
+                       "(launches that outlast the launch lead, or a loaded host)")
     return out
