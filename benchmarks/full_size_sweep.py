@@ -112,7 +112,32 @@ def read_run(run_dir: Path) -> dict:
             "candidates": [{"model": a.get("model"), "problem": a.get("problem_id"),
                             "prespawned": (a.get("record") or {}).get("worker_prespawned"),
                             "eval_seconds": (a.get("record") or {}).get("eval_seconds"),
-                            "phase_seconds": (a.get("record") or {}).get("phase_seconds")} for a in attempts]}
+                            "phase_seconds": (a.get("record") or {}).get("phase_seconds")} for a in attempts],
+            "workers": worker_shares(run_dir / "timeline.jsonl")}
+
+
+def worker_shares(timeline: Path) -> dict:
+    """Per GPU worker, from the executor's timeline (agents.executor, one line per finished span): seconds spent
+    preparing judges ahead and evaluating, spans of each, and the problems prepared more than once (work thrown
+    away). Idle is the wall minus both, computed where the wall is known."""
+    spans = []
+    if timeline.exists():
+        for line in timeline.read_text().splitlines():
+            try:
+                spans.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+    out: dict = {}
+    for s in spans:
+        w = out.setdefault(str(s["worker"]), {"prepare_s": 0.0, "evaluate_s": 0.0, "prepares": 0, "evaluations": 0,
+                                              "last_end_s": 0.0, "prepared_twice": []})
+        w[f"{s['kind']}_s"] += s["end_s"] - s["start_s"]
+        w["prepares" if s["kind"] == "prepare" else "evaluations"] += 1
+        w["last_end_s"] = max(w["last_end_s"], s["end_s"])
+    for key, w in out.items():
+        seen = Counter(s["problem"] for s in spans if str(s["worker"]) == key and s["kind"] == "prepare")
+        w["prepared_twice"] = sorted(p for p, n in seen.items() if n > 1)
+    return out
 
 
 def pick(problems: list, stride: int = 1, offset: int = 0, limit: int = 0, also: list | None = None,
@@ -245,6 +270,12 @@ def write_table(out: Path, data: dict, scope: str, eval_set: list[str]) -> None:
     lines += [f"| {proto} verdicts | {', '.join(f'{k} {v}' for k, v in sorted(c.items()))} |"
               for proto, c in data["verdicts"].items()]
     lines.append(f"| seconds summed over the candidates | {', '.join(f'{k} {v:.0f}' for k, v in data['seconds'].items())} |")
+    for key, w in sorted((data.get("workers") or {}).items()):
+        busy = w["prepare_s"] + w["evaluate_s"]
+        lines.append(f"| GPU worker {key} (executor timeline) | preparing judges {w['prepare_s']:.0f} s "
+                     f"({w['prepares']}), evaluating {w['evaluate_s']:.0f} s ({w['evaluations']}), idle "
+                     f"{max(0.0, wall - busy):.0f} s of {wall:.0f} s; prepared twice: "
+                     f"{', '.join(w['prepared_twice']) or 'none'} |")
     lines.append(f"| settings | {' '.join(eval_set) or 'defaults'} |")
     write_results(out, "full_size_sweep", "\n".join(lines), data)
 
