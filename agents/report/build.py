@@ -144,6 +144,8 @@ class TurnView(BaseModel):
     feedback: str | None = None
     response: str = ""
     kernel_source: str | None = None
+    kernel_hash: str | None = Field(None, description="sha256 of the kernel source; set without the source in a run "
+                                                      "stripped of it (benchmarks/strip_run.py)")
     model_error: str | None = None
     extraction_error: str | None = None
 
@@ -321,7 +323,7 @@ def _trace(thread: Thread, s, chain: list[tuple[str, str, Protocol]]) -> KernelC
 def _turn_view(s, protocols: Sequence[Protocol]) -> TurnView:
     a, rec = s.attempt, s.record
     tv = TurnView(turn=a.turn, verdicts={}, speedups={}, feedback=a.feedback, response=a.response,
-                  kernel_source=a.kernel_source, model_error=a.model_error, extraction_error=a.extraction_error)
+                  kernel_source=a.kernel_source, kernel_hash=a.kernel_hash, model_error=a.model_error, extraction_error=a.extraction_error)
     for p in protocols:
         r = s.result(p)
         tv.verdicts[p.name] = r.verdict if r else s.no_kernel_verdict()

@@ -212,6 +212,7 @@ the verdict, the failing trials, the parameter mapping used for the perturbed pa
 {% if t.model_error %}<p class="fail">model error: {{ t.model_error }}</p>{% endif %}
 {% if t.extraction_error %}<p class="fail">extraction: {{ t.extraction_error }}</p>{% endif %}
 {% if t.kernel_source %}<details><summary>kernel source ({{ t.kernel_source|length }} chars)</summary><pre>{{ clip(t.kernel_source) }}</pre></details>
+{% elif t.kernel_hash %}<p class="muted">kernel source not stored in this run (sha256 {{ t.kernel_hash[:16] }}…)</p>
 {% else %}<details><summary>response (no kernel)</summary><pre>{{ clip(t.response) }}</pre></details>{% endif %}
 {% if t.feedback %}<details><summary>feedback shown before the next turn</summary><pre>{{ clip(t.feedback) }}</pre></details>{% endif %}
 </details>
