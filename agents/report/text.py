@@ -243,8 +243,6 @@ def _verdict_cell(verdict: str | None, speedup: float | None) -> str:
 def markdown_table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
     """A Markdown table, columns padded to their widest cell; the first ``left`` columns left-aligned, the rest
     right-aligned (the headline pastes into a README as it prints)."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-
     headers, rows = [h.replace("|", "\\|") for h in headers], [[c.replace("|", "\\|") for c in r] for r in rows]
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
 
