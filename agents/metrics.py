@@ -13,6 +13,9 @@ Vocabulary
   was attempted but has no kernel (model error, no code, crash) is a row that is simply not correct.
 * fast_p = (1/N) #{problems: correct and speedup > p}, N = all problems in the universe. A correct
   kernel without a timing (speedup None) is not fast for any p, not even p = 0.
+* Geomean speedup comes in two conventions: ``geomean_speedup`` over correct, timed problems only (incorrect
+  ones excluded), and ``geomean_speedup_all`` over every problem, one without a correct timed kernel counted
+  at ``INCORRECT_SPEEDUP`` = 1.0 (the PyTorch reference kept).
 * Figures come as ``Estimate``: the value, a percentile bootstrap interval from resampling problems
   with replacement, and ``n``, the count the figure is taken over (problems for fast_p and the
   correctness rate, correct problems with a speedup for the geomean, and so on).
@@ -31,6 +34,9 @@ from pydantic import BaseModel, Field
 FAST_P: tuple[float, ...] = (0.0, 0.5, 0.8, 1.0, 1.5, 2.0, 5.0)
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 20250101
+INCORRECT_SPEEDUP = 1.0
+"""The speedup ``geomean_speedup_all`` counts for a problem without a correct, timed kernel: the user keeps the
+PyTorch reference (a fallback), so the problem neither helps nor hurts the mean."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +127,14 @@ def correctness_rate(problems: Sequence[Outcome]) -> float | None:
 def geomean_speedup(problems: Sequence[Outcome]) -> tuple[float | None, int]:
     """Geometric-mean speedup over correct problems that have a timing, and how many that is."""
     vals = [o.speedup for o in problems if o.timed_correct]
+    return geomean(vals), len(vals)
+
+
+def geomean_speedup_all(problems: Sequence[Outcome], incorrect_as: float = INCORRECT_SPEEDUP
+                        ) -> tuple[float | None, int]:
+    """Geometric-mean speedup over every problem: a correct, timed problem at its speedup, any other (incorrect,
+    missing, or correct without a timing) at ``incorrect_as`` (default 1.0: the PyTorch reference kept)."""
+    vals = [o.speedup if o.timed_correct else incorrect_as for o in problems]
     return geomean(vals), len(vals)
 
 
@@ -251,6 +265,8 @@ class Summary(BaseModel):
     correct_rate: Estimate
     fast_p: dict[str, Estimate]
     geomean_speedup: Estimate
+    geomean_speedup_all: Estimate = Field(default_factory=Estimate, description=(
+        f"over every problem, one without a correct timed kernel counted at {INCORRECT_SPEEDUP:g}x (geomean_speedup_all)"))
     mem_eff: Estimate
     higher_memory_share: Estimate
     sol_median: Estimate
@@ -274,6 +290,7 @@ def summarize(
         correct_rate=estimate(problems, correctness_rate, resamples, seed),
         fast_p={p_key(p): estimate(problems, lambda rows, p=p: fast_p(rows, p), resamples, seed) for p in ps},
         geomean_speedup=estimate(problems, geomean_speedup, resamples, seed),
+        geomean_speedup_all=estimate(problems, geomean_speedup_all, resamples, seed),
         mem_eff=estimate(problems, mem_eff, resamples, seed),
         higher_memory_share=estimate(problems, share_higher_memory, resamples, seed),
         sol_median=estimate(problems, sol_median, resamples, seed),

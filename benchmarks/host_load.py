@@ -15,7 +15,6 @@ median and interquartile spread, and the noise flags.
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
 import subprocess
 import sys

@@ -16,7 +16,7 @@ import problems as P
 from agents.report import build_report
 from agents.report.audit import audit_record
 from agents.report.synthetic import synthetic_attempts
-from agents.report.text import compare_table, headline_tables, kernel_table, waterfall_tables
+from agents.report.text import compare_table, format_headline, headline_tables, kernel_table, waterfall_tables
 from agents.store import RunStore
 from harness import EvalSettings, evaluate
 from harness.measure.precision import DTYPE_NAMES
@@ -155,6 +155,12 @@ def test_demo_sweep_in_bf16(tmp_path):
     assert text.count("demo · bf16") >= 4 and "precision bf16" in text
     wf = rep.waterfall("demo")
     assert next(s for s in wf.steps if s.step == "tf32_baseline").not_applicable == 4  # every final turn: bf16
+    # the headline view of the demo run (python -m agents.report RUN --headline): every final turn correct
+    head = format_headline(rep.headline_view)
+    assert "demo · bf16 (each cell: naive / verified)" in head
+    row = next(line for line in head.splitlines() if line.startswith("| all problems "))
+    assert [c.strip() for c in row.split("|")][1:5] == ["all problems", "4", "4", "4 / 4"]  # problems, N, kernels, correct
+    assert "geomean over all (incorrect = 1.00x)" in head
 
 
 def test_a_float32_only_kernel_is_a_runtime_error_in_bf16():

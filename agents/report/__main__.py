@@ -1,4 +1,4 @@
-"""python -m agents.report RUN [--audit] [--json] [--html PATH] [--compare RUN2] [--plots DIR] [--fast-p-on point|lower]"""
+"""python -m agents.report RUN [--headline] [--audit] [--json] [--html PATH] [--compare RUN2] [--plots DIR] [--fast-p-on point|lower]"""
 
 from __future__ import annotations
 
@@ -15,6 +15,10 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m agents.report", description=__doc__)
     ap.add_argument("run", help="run directory (runs/<name>)")
     ap.add_argument("--json", action="store_true", help="print the whole report as JSON instead of tables")
+    ap.add_argument("--headline", action="store_true",
+                    help="print, instead of the report, the headline: per system (model, strategy, precision) naive "
+                         "and verified side by side (correct, fast_0/1/1.5/2, geomean over correct and over all, "
+                         "peak memory), with and without flagged problems, and the waterfall (JSON with --json)")
     ap.add_argument("--audit", action="store_true",
                     help="print, instead of the report, one adjudication block per kernel whose verdict changed "
                          "between naive and verified (JSON with --json)")
@@ -54,6 +58,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.audit:
         pass  # printed above; the report is built only for --html/--plots
+    elif args.headline:
+        from .text import format_headline
+
+        assert rep.headline_view is not None
+        print(rep.headline_view.model_dump_json(indent=2) if args.json else format_headline(rep.headline_view).rstrip("\n"))
     elif args.json:
         print(rep.model_dump_json(indent=2))
     else:

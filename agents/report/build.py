@@ -29,7 +29,9 @@ from ..store import ATTEMPTS, RunStore, Unreadable
 from ..turns import DEFAULT_TURN_POLICY, TurnPolicy, turn_label
 from . import waterfall as W
 from .audit import AuditEntry, audit_threads
+from .headline import HeadlineView, build_view
 from .scoring import Thread, load_threads
+from .waterfall import WaterfallStep
 
 ALL = "all"
 FastPOn = Literal["point", "lower"]
@@ -51,23 +53,6 @@ class HeadlineRow(BaseModel):
     level: str
     protocol: str
     summary: M.Summary
-
-
-class WaterfallStep(BaseModel):
-    step: str
-    label: str
-    protocol: str
-    attempted: int
-    correct: int
-    geomean: M.Estimate
-    fast_1: M.Estimate
-    d_geomean: float | None = Field(None, description="ratio of geomean to the previous step's")
-    d_fast_1: float | None = Field(None, description="fast_1 minus the previous step's (absolute)")
-    verdicts_changed: int = 0
-    became_incorrect: int = 0
-    fast_lost: int = 0
-    not_applicable: int = Field(0, description="kernels this step's component cannot change (TF32 on the CPU or "
-                                               "without matmul/convolution): they keep the previous step's result")
 
 
 class ComponentAblation(BaseModel):
@@ -159,6 +144,8 @@ class TurnView(BaseModel):
     feedback: str | None = None
     response: str = ""
     kernel_source: str | None = None
+    kernel_hash: str | None = Field(None, description="sha256 of the kernel source; set without the source in a run "
+                                                      "stripped of it (benchmarks/strip_run.py)")
     model_error: str | None = None
     extraction_error: str | None = None
 
@@ -203,6 +190,9 @@ class Report(BaseModel):
     levels: list[str]
     universe: dict[str, int] = Field(description="level -> number of attempted problems (the fast_p N)")
     headline: list[HeadlineRow]
+    headline_view: HeadlineView | None = Field(
+        None, description="per system, naive and verified side by side, with and without flagged problems "
+                          "(agents.report.headline; --headline prints it)")
     headline_vs_compile: list[HeadlineRow] = Field(
         default_factory=list, description="the headline with torch.compile(Model) as the baseline (point estimates), "
                                           "for systems whose records carry a compile baseline")
@@ -333,7 +323,7 @@ def _trace(thread: Thread, s, chain: list[tuple[str, str, Protocol]]) -> KernelC
 def _turn_view(s, protocols: Sequence[Protocol]) -> TurnView:
     a, rec = s.attempt, s.record
     tv = TurnView(turn=a.turn, verdicts={}, speedups={}, feedback=a.feedback, response=a.response,
-                  kernel_source=a.kernel_source, model_error=a.model_error, extraction_error=a.extraction_error)
+                  kernel_source=a.kernel_source, kernel_hash=a.kernel_hash, model_error=a.model_error, extraction_error=a.extraction_error)
     for p in protocols:
         r = s.result(p)
         tv.verdicts[p.name] = r.verdict if r else s.no_kernel_verdict()
@@ -446,6 +436,11 @@ def build_report(
                                resamples, seed)
                 waterfalls.append(w.model_copy(update={"precision": precision}))
 
+    view = build_view(
+        run_dir.name, threads, protos, uni[ALL], turn_policy=turn_policy, fast_p_on=fast_p_on, basis=BASIS[fast_p_on],
+        resamples=resamples, seed=seed,
+        known={(r.model, r.strategy, r.precision, r.protocol): r.summary for r in headline if r.level == ALL},
+        waterfalls={(w.model, w.strategy, w.precision): w.steps for w in waterfalls if w.level == ALL})
     kernel_changes = [_trace(t, s, chain) for t in threads for s in t.turns]
     audit = audit_threads(threads)
 
@@ -508,7 +503,7 @@ def build_report(
         protocols=[p.key for p in protos], turn_policy=turn_policy, fast_p_on=fast_p_on, resamples=resamples, seed=seed,
         n_attempts=n_attempts, models=sorted({m for m, _, _ in systems}), strategies=sorted({s for _, s, _ in systems}),
         precisions=sorted({p for _, _, p in systems}) or ["fp32"],
-        levels=levels, universe={k: len(v) for k, v in uni.items()}, headline=headline, headline_vs_compile=vs_compile, waterfalls=waterfalls,
+        levels=levels, universe={k: len(v) for k, v in uni.items()}, headline=headline, headline_view=view, headline_vs_compile=vs_compile, waterfalls=waterfalls,
         kernel_changes=kernel_changes, by_turn=by_turn, kernels=kernels, audit=audit, unreadable=unreadable,
         notes=notes,
     )
@@ -518,6 +513,14 @@ def build_report(
         rep.compare = _compare_rows(rep, other)
         rep.compare_run = other.run
     return rep
+
+
+def build_headline(run_dir: str | Path, **kwargs: Any) -> HeadlineView:
+    """The headline view of ``run_dir`` (``python -m agents.report RUN --headline``): per system, naive and verified
+    side by side, with and without flagged problems, and the system's waterfall. ``kwargs`` as ``build_report``."""
+    view = build_report(run_dir, **kwargs).headline_view
+    assert view is not None
+    return view
 
 
 def _waterfall(model, strategy, level, group, universe, chain, alone, without, policy, resamples, seed) -> Waterfall:

@@ -53,6 +53,20 @@ protocols {{ rep.protocols|join(", ") }} · fast_p and geomean on <b>{{ basis }}
 {% if rep.unreadable %}<p class="fail">{{ rep.unreadable|length }} stored line(s)/record(s) could not be read; their rows are lost:
 {% for u in rep.unreadable %}line {{ u.line }}{% if u.key %} ({{ u.key }}){% endif %}: {{ u.reason }}{% if not loop.last %}; {% endif %}{% endfor %}</p>{% endif %}
 
+{% if hv %}
+<h2 id="headline-view">Headline per system: {{ hv_protos|join(" / ") }} side by side</h2>
+<p class="muted">{{ hv_title }}</p>
+{% for g in hv %}
+<h3>{{ g.heading }}</h3>
+<table>
+<tr>{% for h in g.headers %}<th{% if loop.index0 < g.left %} class="l"{% endif %}>{{ h }}</th>{% endfor %}</tr>
+{% for r in g.rows %}<tr>{% for c in r %}<td{% if loop.index0 < g.left %} class="l"{% endif %}>{{ c }}</td>{% endfor %}</tr>
+{% endfor %}
+</table>
+{% endfor %}
+<ul class="muted">{% for n in hv_notes %}<li>{{ n }}</li>{% endfor %}</ul>
+{% endif %}
+
 <h2 id="headline">Headline: naive vs verified <span class="muted">({{ basis }})</span></h2>
 <p class="muted">Each (problem, sample) counts its {{ turn_counts }}; best of k samples per problem.</p>
 <table>
@@ -198,6 +212,7 @@ the verdict, the failing trials, the parameter mapping used for the perturbed pa
 {% if t.model_error %}<p class="fail">model error: {{ t.model_error }}</p>{% endif %}
 {% if t.extraction_error %}<p class="fail">extraction: {{ t.extraction_error }}</p>{% endif %}
 {% if t.kernel_source %}<details><summary>kernel source ({{ t.kernel_source|length }} chars)</summary><pre>{{ clip(t.kernel_source) }}</pre></details>
+{% elif t.kernel_hash %}<p class="muted">kernel source not stored in this run (sha256 {{ t.kernel_hash[:16] }}…)</p>
 {% else %}<details><summary>response (no kernel)</summary><pre>{{ clip(t.response) }}</pre></details>{% endif %}
 {% if t.feedback %}<details><summary>feedback shown before the next turn</summary><pre>{{ clip(t.feedback) }}</pre></details>{% endif %}
 </details>
@@ -268,6 +283,10 @@ def render_html(rep: Report, plots: dict[str, bytes] | None = None) -> str:
         rep=rep, protos=protos, fast_ps=[f"{p:g}" for p in M.FAST_P], headline=list(headline.items()),
         vs_compile=list(vs_compile.items()),
         waterfalls=[w for w in rep.waterfalls if w.level == ALL] + [w for w in rep.waterfalls if w.level != ALL],
+        hv=T.headline_grids(rep.headline_view) if rep.headline_view else [],
+        hv_protos=rep.headline_view.protocols if rep.headline_view else [],
+        hv_title=T.headline_title(rep.headline_view) if rep.headline_view else "",
+        hv_notes=T.headline_notes(rep.headline_view) if rep.headline_view else [],
         changes=changes, strategy_rows=[r for r in rep.headline if r.level == ALL],
         plots={k: base64.b64encode(v).decode() for k, v in plots.items()},
         turn_counts=turn_label(rep.turn_policy), skipped_plots=skipped_plots(rep), x=T.x, vx=T.vx, pct=T.pct, ci=ci, iv=T.interval, basis=T.basis(rep), basis_long=BASIS[rep.fast_p_on], guards=lambda s: T.guards_cell(s, limit=6),

@@ -59,7 +59,7 @@ class Scored:
             return "unreadable"
         if a.model_error:
             return "model_error"
-        if a.kernel_source is None or a.extraction_error:
+        if (a.kernel_source is None and not a.kernel_hash) or a.extraction_error:  # a stripped run keeps only the hash
             return "no_code"
         return "not_evaluated"
 

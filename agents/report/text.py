@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from rich.console import Console
 from rich.table import Table
 
 from .. import metrics as M
 from ..turns import turn_label
+from . import headline as H
 from .build import ALL, Report
 
 
@@ -47,11 +50,15 @@ def model_strategy(rep: Report, model: str, strategy: str) -> str:
     return model if len(rep.strategies) == 1 else f"{model} / {strategy}"
 
 
-def system(rep: Report, model: str, strategy: str, precision: str = "fp32") -> str:
+def system_name(model: str, strategy: str, precision: str, strategies: list[str], precisions: list[str]) -> str:
     """A system's name in every table: the model, its strategy when the run has several, and its precision
     whenever the run is not fp32 only (an fp32 row and a bf16 row must never read alike)."""
-    name = model_strategy(rep, model, strategy)
-    return name if rep.precisions == ["fp32"] else f"{name} · {precision}"
+    name = model if len(strategies) == 1 else f"{model} / {strategy}"
+    return name if precisions == ["fp32"] else f"{name} · {precision}"
+
+
+def system(rep: Report, model: str, strategy: str, precision: str = "fp32") -> str:
+    return system_name(model, strategy, precision, rep.strategies, rep.precisions)
 
 
 def precision_note(rep: Report) -> str:
@@ -220,6 +227,93 @@ def compare_table(rep: Report) -> Table:
                   str(r.a.get("correct", "-")), str(r.b.get("correct", "-")),
                   pct(r.a.get("fast_1")), pct(r.b.get("fast_1")), x(r.a.get("geomean")), x(r.b.get("geomean")))
     return t
+
+
+def view_system(view: H.HeadlineView, s: H.HeadlineSystem | H.FlaggedResult) -> str:
+    """A system's name in the headline view, by the rule of ``system``."""
+    strategies = sorted({x.strategy for x in view.systems})
+    precisions = sorted({x.precision for x in view.systems}) or ["fp32"]
+    return system_name(s.model, s.strategy, s.precision, strategies, precisions)
+
+
+def _verdict_cell(verdict: str | None, speedup: float | None) -> str:
+    return f"{verdict} {x(speedup)}" if verdict == "correct" and speedup is not None else (verdict or "-")
+
+
+def markdown_table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
+    """A Markdown table, columns padded to their widest cell; the first ``left`` columns left-aligned, the rest
+    right-aligned (the headline pastes into a README as it prints)."""
+    headers, rows = [h.replace("|", "\\|") for h in headers], [[c.replace("|", "\\|") for c in r] for r in rows]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        return "| " + " | ".join(c.ljust(w) if i < left else c.rjust(w)
+                                 for i, (c, w) in enumerate(zip(cells, widths, strict=True))) + " |"
+
+    rule = "|" + "|".join("-" * (w + 1) + (":" if i >= left else "-") for i, w in enumerate(widths)) + "|"
+    return "\n".join([line(headers), rule, *(line(r) for r in rows)])
+
+
+class Grid(NamedTuple):
+    heading: str
+    headers: list[str]
+    rows: list[list[str]]
+    left: int = 1  # the first ``left`` columns are text (left-aligned), the rest figures
+
+
+def headline_grids(view: H.HeadlineView) -> list[Grid]:
+    """The headline view as tables of strings (text prints them as Markdown, HTML as tables): per system the
+    figures of ``headline.COLUMNS`` under each subset, each cell 'naive / verified'; the flagged problems apart;
+    each system's waterfall (level all)."""
+    cells = " / ".join(view.protocols)
+    out: list[Grid] = []
+    for s in view.systems:
+        rows = [[H.subset_label(row), str(row.problems), str(row.kernels),
+                 *[H.side_by_side(row, col, view.protocols) for col in H.COLUMNS]] for row in s.subsets]
+        out.append(Grid(f"{view_system(view, s)} (each cell: {cells})",
+                        ["problems", "N", "kernels", *[c.label for c in H.COLUMNS]], rows))
+    if view.flagged:
+        several = len(view.systems) > 1
+        rows = [[f.problem_id, ", ".join(f.flags), *((view_system(view, r),) if several else ()),
+                 *[_verdict_cell(r.verdicts.get(p), r.speedups.get(p)) for p in view.protocols]]
+                for f in view.flagged for r in f.results]
+        headers = ["problem", "flags", *(("system",) if several else ()), *view.protocols]
+        out.append(Grid("Flagged problems (left out of the 'without' rows above)", headers, rows, left=len(headers)))
+    for s in view.systems:
+        if not s.waterfall:
+            continue
+        rows = [[w.step, f"{w.correct}/{w.attempted}", x(w.geomean.value), x(w.d_geomean), pct(w.fast_1.value),
+                 "-" if w.d_fast_1 is None else f"{100 * w.d_fast_1:+.0f} pts", str(w.verdicts_changed),
+                 str(w.fast_lost)] for w in s.waterfall]
+        out.append(Grid(f"Waterfall — {view_system(view, s)}, all problems: from {view.protocols[0]} to "
+                        f"{view.protocols[-1]}, one component at a time",
+                        ["step", "correct", "geomean over correct", "x prev", "fast_1", "Δ fast_1", "verdicts changed",
+                         "fast lost"], rows))
+    return out
+
+
+def headline_title(view: H.HeadlineView) -> str:
+    basis = "point estimates" if view.fast_p_on == "point" else "95% interval lower bounds"
+    return (f"Headline — run {view.run}: {' vs '.join(view.protocol_keys or view.protocols)}; "
+            f"{turn_label(view.turn_policy)} of each (problem, sample), best of k samples; speedups on {basis}")
+
+
+def headline_notes(view: H.HeadlineView) -> list[str]:
+    return [*view.notes, f"speedups counted: {view.basis}"]
+
+
+def format_headline(view: H.HeadlineView) -> str:
+    parts = [headline_title(view)]
+    for g in headline_grids(view):
+        parts += ["", g.heading, "", markdown_table(g.headers, g.rows, g.left)]
+    parts += ["", *(f"note: {n}" for n in headline_notes(view))]
+    return "\n".join(parts) + "\n"
+
+
+def print_headline(view: H.HeadlineView, stream=None) -> None:
+    import sys
+
+    (stream or sys.stdout).write(format_headline(view))
 
 
 SHAPES_CELL = {True: "shape_specialised", False: "not specialised", None: "not checked"}

@@ -51,12 +51,31 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from harness.judge.adversarial import ADVERSARIAL
 from harness.measure.record import MeasurementRecord
 from harness.scoring.applicability import tf32_applies
 from harness.scoring.protocols import CONSERVATIVE_CREDIT, NAIVE, VERIFIED, Protocol
+
+from .. import metrics as M
+
+
+class WaterfallStep(BaseModel):
+    step: str
+    label: str
+    protocol: str
+    attempted: int
+    correct: int
+    geomean: M.Estimate
+    fast_1: M.Estimate
+    d_geomean: float | None = Field(None, description="ratio of geomean to the previous step's")
+    d_fast_1: float | None = Field(None, description="fast_1 minus the previous step's (absolute)")
+    verdicts_changed: int = 0
+    became_incorrect: int = 0
+    fast_lost: int = 0
+    not_applicable: int = Field(0, description="kernels this step's component cannot change (TF32 on the CPU or "
+                                               "without matmul/convolution): they keep the previous step's result")
 
 
 class Component(BaseModel):
