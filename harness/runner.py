@@ -5,16 +5,16 @@
 The parent never imports the candidate. Each evaluation gets a fresh temporary directory; builds
 are cached by source hash under ``cache_dir``; the reference outputs of a (problem, size, device)
 are computed once per Evaluator (with seeds drawn fresh when it starts) and shared by its candidates.
+What its parts share (device, size, settings, cache and temporary folders) is the evaluator's ``Setup``
+(``harness.children``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import itertools
 import json
 import os
-import re
 import secrets
 import shlex
 import shutil
@@ -38,7 +38,6 @@ from .build.build import (
     BUILD_DEADLINE_ENV,
     IMPORTED_MARKER,
     MAX_PCH_VARIANTS,
-    OBJECTS_ENV,
     PCH_REQUESTS_ENV,
     _evict_pch_variants,
     _pch_plan,
@@ -57,6 +56,7 @@ from .builds import (
     pch_dir,
 )
 from .candidate.load import source_hash
+from .children import Setup, _child_env
 from .errors import HarnessError
 from .judge.inputs import seeds_needed
 from .measure.device import usable_cpus
@@ -69,8 +69,6 @@ from .measure.record import (
 from .roofline_bound import roofline_for
 from .sandbox import (
     EXT_MOUNT,
-    UID_BASE,
-    UID_COUNT,
     Child,
     Policy,
     default_memory_limit,
@@ -86,35 +84,12 @@ from .scoring.protocols import PROTOCOLS, Protocol, ProtocolResult, score
 from .scoring.static_scan import scan
 from .wire import messages as M
 from .wire.conn import Conn, WireError
-from .wire.job import EvalSettings, JobSpec
+from .wire.job import EvalSettings
 
 
 class Evaluation(BaseModel):
     record: MeasurementRecord
     results: dict[str, ProtocolResult] = Field(default_factory=dict)
-
-
-# Variables that may hold credentials (a sweep's API keys): never in a child's environment, where a candidate could
-# print them into its record.
-_SECRET_VAR = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|COOKIE|AUTH|^AWS_|^GOOGLE_|^AZURE_|^HF_", re.I)
-
-
-def _child_env(ext_dir: Path | str, device: str, gpu_index: int | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not _SECRET_VAR.search(k)}
-    if gpu_index is not None:
-        env["CUDA_VISIBLE_DEVICES"] = str(gpu_index)  # the child sees one GPU, as cuda:0
-    env["TORCH_EXTENSIONS_DIR"] = str(ext_dir)
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    # The harness and problems packages must be importable from the child's private cwd.
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    if device == "cpu":
-        env["CUDA_VISIBLE_DEVICES"] = ""
-    # Same compilers (shims through the compile launcher) for the build and the candidate's own
-    # load_inline: a command that differs between them would make the candidate rebuild.
-    env.update(build_env(pch_dir(), None))
-    return env
 
 
 def _judge_env(cache_dir: Path, device: str, gpu_index: int | None) -> dict[str, str]:
@@ -124,24 +99,6 @@ def _judge_env(cache_dir: Path, device: str, gpu_index: int | None) -> dict[str,
     env = _child_env(cache_dir / "extensions" / "_reference", device, gpu_index)
     env.update(TORCHINDUCTOR_CACHE_DIR=str(cache_dir / "inductor"), TRITON_CACHE_DIR=str(cache_dir / "triton"))
     return env
-
-
-def _sandboxed_env(device: str, gpu_index: int | None, work: Path) -> dict[str, str]:
-    """A sandboxed child's environment: its extensions folder where every sandbox has it, its home (compiler and
-    driver caches) in its own folder."""
-    env = _child_env(EXT_MOUNT, device, gpu_index)
-    env.pop(OBJECTS_ENV, None)  # a shared object cache is never a candidate's (object_cache_dir)
-    env.update(HOME=str(work), TMPDIR="/tmp", TRITON_CACHE_DIR=str(work / ".triton"))
-    return env
-
-
-_uid_seq = itertools.count()
-
-
-def _sandbox_uid() -> int:
-    """A uid for the next sandbox, from the pool, spread by process so that two evaluators rarely share one (sharing
-    would grant nothing: every sandbox has its own pid namespace and sees only its own folders)."""
-    return UID_BASE + (os.getpid() * 7919 + next(_uid_seq)) % UID_COUNT
 
 
 class _Slot(NamedTuple):
@@ -215,20 +172,30 @@ class _JudgeHandle:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
+def _shared(name: str) -> property:
+    """An attribute of the evaluator's ``Setup``: its parts read it there at each use, so replacing it here
+    (``harness.eval.bounded_evaluate`` replaces ``settings`` between steps) reaches all of them."""
+    return property(lambda self: getattr(self._setup, name), lambda self, value: setattr(self._setup, name, value))
+
+
 class Evaluator:
     """Evaluates candidates; holds the build cache location and per-problem reference outputs."""
+
+    device = _shared("device")
+    size = _shared("size")
+    gpu_index = _shared("gpu_index")
+    settings = _shared("settings")
+    cache_dir = _shared("cache_dir")
+    problems_dir = _shared("problems_dir")
 
     def __init__(self, device: str = "cpu", size: P.Size = "small", *, settings: EvalSettings | None = None,
                  cache_dir: Path | str | None = None, problems_dir: str | Path | None = None,
                  keep_temp: bool = False, gpu_index: int | None = None) -> None:
         """``gpu_index`` pins every child of this evaluator to one physical GPU (a pool runs one per GPU)."""
-        self.device, self.size = device, size
-        self.gpu_index = gpu_index
-        self.settings = settings or EvalSettings()
-        self.cache_dir = Path(cache_dir) if cache_dir else DEFAULT_CACHE
-        self.problems_dir = problems_dir
-        self.keep_temp = keep_temp
         self._tmp_root = Path(tempfile.mkdtemp(prefix="kv-eval-"))
+        self._setup = Setup(device, size, gpu_index, settings or EvalSettings(),
+                            Path(cache_dir) if cache_dir else DEFAULT_CACHE, problems_dir, self._tmp_root)
+        self.keep_temp = keep_temp
         # Reference outputs and work folders live here (tens of MB per problem): removed on close, and
         # also when an evaluator nobody closed is collected or the interpreter exits.
         self._remove_tmp = None if keep_temp else weakref.finalize(self, shutil.rmtree, self._tmp_root, True)
@@ -283,22 +250,6 @@ class Evaluator:
             _clear_torch_batons(ext)
             return self._build_locked(source, ext, marker, problem_id)
 
-    def _policy(self, work: Path, ext: Path | None = None, writable: tuple[Path, ...] = ()) -> Policy:
-        """The sandbox of a process that runs candidate code (or a compiler on a candidate's flags): ``work`` and
-        ``ext`` writable and given to its uid; this evaluator's temporary root (the judge's and every other
-        candidate's folders) and the extensions cache (every other source's build) out of sight; the PCH folder
-        and compiler shims readable."""
-        uid = _sandbox_uid()
-        for d in (work, ext, *writable):
-            if d is not None:
-                own(d, uid)
-        pch = pch_dir()
-        if pch is not None:
-            pch.mkdir(parents=True, exist_ok=True)
-        return Policy(work=work, uid=uid, ext=ext, writable=writable, gpu=self.device != "cpu",
-                      hide=(self._tmp_root, self.cache_dir / "extensions"), needed=(pch,) if pch else (),
-                      tmp_bytes=self.settings.sandbox_tmp_bytes, shm_bytes=self.settings.sandbox_tmp_bytes)
-
     def build_many(self, sources: list[str], workers: int | None = None) -> list[BuildResult]:
         """``build`` every source at once on the host's cores (``workers`` threads, default the CPUs
         this process may use), in order; for scripts that compile everything before anything is timed."""
@@ -316,16 +267,16 @@ class Evaluator:
         args = [str(src_path)]
         if problem_id is not None:
             try:
-                (work / "problem_src.py").write_text(self._problem(problem_id).source(self.size))
+                (work / "problem_src.py").write_text(self._setup.problem(problem_id).source(self.size))
                 args.append(str(work / "problem_src.py"))
             except Exception:  # noqa: BLE001 - only a speed-up: the evaluation reports a missing problem itself
                 pass
-        env = _sandboxed_env(self.device, self.gpu_index, work)
+        env = self._setup.sandboxed_env(work)
         env[BUILD_DEADLINE_ENV] = str(time.time() + 0.8 * self.settings.build_timeout_s)
         env[PCH_REQUESTS_ENV] = str(work / "pch-requests.jsonl")
         # The build imports the candidate: it runs sandboxed, with only its build folder and this source's own
         # extensions folder writable (at EXT_MOUNT); what it leaves there is filed below by this process.
-        res = run_module("harness.build.build", args, cwd=work, env=env, sandbox=self._policy(work, ext),
+        res = run_module("harness.build.build", args, cwd=work, env=env, sandbox=self._setup.policy(work, ext),
                          timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes,
                          niceness=self.settings.build_niceness, memory_cap=self.settings.memory_limit_bytes)
         own(ext, 0)
@@ -385,7 +336,7 @@ class Evaluator:
         timeout = self.settings.build_timeout_s / 3
         try:
             run_module("harness.build.build", ["--make-pch", str(root), cxx, cflags, post, str(timeout)], cwd=work,
-                       env=_sandboxed_env(self.device, self.gpu_index, work), sandbox=self._policy(work, writable=(d,)),
+                       env=self._setup.sandboxed_env(work), sandbox=self._setup.policy(work, writable=(d,)),
                        timeout_s=timeout + 30, max_file_bytes=self.settings.max_output_file_bytes,
                        niceness=self.settings.build_niceness, memory_cap=self.settings.memory_limit_bytes)
         finally:
@@ -393,15 +344,6 @@ class Evaluator:
             shutil.rmtree(work, ignore_errors=True)
 
     # -- reference ----------------------------------------------------------------------------------
-    def _problem(self, problem_id: str) -> P.Problem:
-        return P.load(problem_id, self.problems_dir)
-
-    def _base_job(self, problem: P.Problem) -> JobSpec:
-        """What every process of this problem is told; seeds are added for the judge alone."""
-        return JobSpec(problem_id=problem.id, problem_source=problem.source(self.size), size=self.size,
-                       device=self.device, domains={k: str(v) for k, v in problem.meta.domains.items()},
-                       settings=self.settings)
-
     def judge(self, problem: P.Problem) -> _JudgeHandle:
         """The running judge of ``problem``, started (seeds drawn now, reference built) on first use. At most
         ``settings.max_judges`` run at once: the least recently used one ends first, and its expected
@@ -441,8 +383,8 @@ class Evaluator:
         ours, theirs = socket.socketpair()
         try:
             child = spawn_module("harness.candidate.clock_peer", [str(theirs.fileno())], cwd=work,
-                                 env=_sandboxed_env(self.device, self.gpu_index, work), max_file_bytes=2**30,
-                                 pass_fds=(theirs.fileno(),), die_with_parent=False, sandbox=self._policy(work))
+                                 env=self._setup.sandboxed_env(work), max_file_bytes=2**30,
+                                 pass_fds=(theirs.fileno(),), die_with_parent=False, sandbox=self._setup.policy(work))
         except BaseException:
             ours.close()
             shutil.rmtree(work, ignore_errors=True)
@@ -452,7 +394,7 @@ class Evaluator:
         return (child, work), ours
 
     def _start_judge(self, problem: P.Problem) -> _JudgeHandle:
-        job = self._base_job(problem).model_copy(update=self._fresh_seeds())
+        job = self._setup.base_job(problem).model_copy(update=self._fresh_seeds())
         work = Path(tempfile.mkdtemp(prefix="judge-", dir=self._tmp_root))
         mine, theirs = socket.socketpair()
         peer_args, peer_fds, peer = [], [], None
@@ -496,7 +438,7 @@ class Evaluator:
         step. A pool calls it while candidates are still compiling, when the GPU would sit idle. False
         when that failed: the evaluation then tries again and reports the failure to its candidate."""
         try:
-            self.judge(self._problem(problem_id))
+            self.judge(self._setup.problem(problem_id))
         except Exception:  # noqa: BLE001 - reported by the evaluation that needs it
             return False
         return True
@@ -506,7 +448,7 @@ class Evaluator:
                  build: BuildResult | None = None) -> Evaluation:
         """Measure and score. ``build``: the result of an ``Evaluator.build`` already run for this source
         (a pool builds ahead of evaluation); without it the build runs here, or hits the cache."""
-        problem = self._problem(problem_id)
+        problem = self._setup.problem(problem_id)
         record = self.measure(source, problem, build)
         chosen = protocols or list(PROTOCOLS)
         results = {}
@@ -614,7 +556,7 @@ class Evaluator:
             _copy_build(ext, slot.policy.ext, slot.policy.uid)
         nonce = secrets.token_hex(16)
         # The candidate's job holds no seed, no perturbation and no expected output: those stay in the judge.
-        job = self._base_job(problem).model_copy(update=dict(
+        job = self._setup.base_job(problem).model_copy(update=dict(
             candidate_source=source, candidate_hash=record.candidate_hash, work_dir=str(slot.work),
             extensions_dir=EXT_MOUNT, result_fd=slot.write_fd, judge_fd=slot.cand_sock.fileno(), nonce=nonce))
         job_line = (job.model_dump_json() + "\n").encode()  # through the worker's stdin, never a file
@@ -731,7 +673,7 @@ class Evaluator:
         cand.set_inheritable(True)
         work = Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root))
         (work / "kv-ext").mkdir()
-        return _Slot(work, read_fd, write_fd, cand, judge, self._policy(work, work / "kv-ext"))
+        return _Slot(work, read_fd, write_fd, cand, judge, self._setup.policy(work, work / "kv-ext"))
 
     def _memory_cap(self) -> int:
         return self.settings.memory_limit_bytes or default_memory_limit()
@@ -744,7 +686,7 @@ class Evaluator:
         spare = mode == "--spare"
         policy = dataclasses.replace(slot.policy, die_with_parent=not spare)
         return spawn_module("harness.candidate.worker", [mode], cwd=slot.work, sandbox=policy, memory_cap=self._memory_cap(),
-                            env=_sandboxed_env(self.device, self.gpu_index, slot.work), die_with_parent=not spare,
+                            env=self._setup.sandboxed_env(slot.work), die_with_parent=not spare,
                             max_file_bytes=self.settings.max_output_file_bytes,
                             pass_fds=(slot.write_fd, slot.cand_sock.fileno()), stdin_pipe=True)
 

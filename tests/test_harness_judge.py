@@ -782,7 +782,7 @@ def _judge_for(settings):
     from problems import load
 
     with harness.Evaluator("cpu", "small", settings=settings) as e:
-        job = e._base_job(load(RELU)).model_copy(update={"fresh_seeds": list(range(1, 40)), "perturb_seed": 7})
+        job = e._setup.base_job(load(RELU)).model_copy(update={"fresh_seeds": list(range(1, 40)), "perturb_seed": 7})
     return Judge(job)
 
 
