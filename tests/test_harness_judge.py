@@ -673,13 +673,13 @@ def test_a_stale_build_still_rebuilds_in_the_candidate_process(tmp_path):
 
 def test_a_build_folder_belongs_to_one_build_environment(tmp_path, monkeypatch):
     """A cache shared by two venvs (or kept across a torch upgrade) must not hand one the other's build."""
-    from harness import runner
+    from harness import builder
 
     src = "import torch\nclass ModelNew(torch.nn.Module):\n    pass\n"
     with harness.Evaluator("cpu", "small", settings=SETTINGS, cache_dir=tmp_path) as e:
         here = e.extensions_dir(src)
         assert e.extensions_dir(src) == here
-        monkeypatch.setattr(runner, "_build_environment", lambda: "\0/another/venv/bin/python")
+        monkeypatch.setattr(builder, "_build_environment", lambda: "\0/another/venv/bin/python")
         assert e.extensions_dir(src) != here
 
 
