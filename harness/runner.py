@@ -18,12 +18,10 @@ import os
 import secrets
 import shutil
 import socket
-import subprocess
 import tempfile
 import threading
 import time
 import weakref
-from collections import OrderedDict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -36,9 +34,9 @@ from .assemble import assemble, phase_durations
 from .builder import Builder
 from .builds import DEFAULT_CACHE, BuildResult, _builds_ahead, _copy_build, _source_lock
 from .candidate.load import source_hash
-from .children import Setup, _child_env
+from .children import Setup
 from .errors import HarnessError
-from .judge.inputs import seeds_needed
+from .judges import JudgePool, _JudgeHandle
 from .measure.guard_registry import outcome
 from .measure.record import (
     Environment,
@@ -51,31 +49,20 @@ from .sandbox import (
     Child,
     Policy,
     default_memory_limit,
-    kill_group,
     spawn_module,
-    tail,
     wait_child,
 )
 from .scoring import shapes
 from .scoring.protocols import PROTOCOLS, Protocol, ProtocolResult, score
 from .scoring.static_scan import scan
 from .wire import messages as M
-from .wire.conn import Conn, WireError
+from .wire.conn import WireError
 from .wire.job import EvalSettings
 
 
 class Evaluation(BaseModel):
     record: MeasurementRecord
     results: dict[str, ProtocolResult] = Field(default_factory=dict)
-
-
-def _judge_env(cache_dir: Path, device: str, gpu_index: int | None) -> dict[str, str]:
-    """The judge's environment: torch.compile's caches (Inductor's FX graphs and kernels, Triton's binaries) in folders
-    of this evaluator's cache, which only trusted processes write, so a second or resumed sweep compiles the baseline
-    of a problem it has seen from the cache instead of from scratch."""
-    env = _child_env(cache_dir / "extensions" / "_reference", device, gpu_index)
-    env.update(TORCHINDUCTOR_CACHE_DIR=str(cache_dir / "inductor"), TRITON_CACHE_DIR=str(cache_dir / "triton"))
-    return env
 
 
 class _Slot(NamedTuple):
@@ -113,42 +100,6 @@ class _Spare(NamedTuple):
         shutil.rmtree(self.slot.work, ignore_errors=True)
 
 
-def _end_child(helper: tuple[Child, Path]) -> None:
-    """End a helper process of the harness's own (the clock peer) and delete its folder."""
-    child, work = helper
-    with contextlib.suppress(Exception):
-        child.proc.wait(timeout=5)
-    child.end()
-    shutil.rmtree(work, ignore_errors=True)
-
-
-class _JudgeHandle:
-    """A running judge (``harness.judge.judge``) for one problem: its process and the control connection."""
-
-    def __init__(self, problem_id: str, child: Child, conn: Conn, environment: dict, work: Path,
-                 peer: tuple[Child, Path] | None = None) -> None:
-        self.problem_id, self.child, self.conn, self.environment, self.work = problem_id, child, conn, environment, work
-        self.peer = peer  # its calibration peer (harness.candidate.clock_peer), ended with it
-        self.lock = threading.Lock()
-
-    def alive(self) -> bool:
-        return self.child.proc.poll() is None
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.conn.send("close")
-        try:
-            self.child.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        kill_group(self.child.proc)
-        self.child.proc.wait()
-        self.conn.close()
-        if self.peer is not None:  # it ends by itself once the judge is gone; this collects it
-            _end_child(self.peer)
-        shutil.rmtree(self.work, ignore_errors=True)
-
-
 def _shared(name: str) -> property:
     """An attribute of the evaluator's ``Setup``: its parts read it there at each use, so replacing it here
     (``harness.eval.bounded_evaluate`` replaces ``settings`` between steps) reaches all of them."""
@@ -177,11 +128,9 @@ class Evaluator:
         # also when an evaluator nobody closed is collected or the interpreter exits.
         self._remove_tmp = None if keep_temp else weakref.finalize(self, shutil.rmtree, self._tmp_root, True)
         self._builder = Builder(self._setup)
-        self._judges: OrderedDict[str, _JudgeHandle] = OrderedDict()
+        self._judges = JudgePool(self._setup)  # made after _remove_tmp: at exit its judges end before the folder goes
         self._lock = threading.Lock()
         self._spares: list[_Spare] = []  # oldest (most likely ready) first
-        self._ref_locks: dict[str, threading.Lock] = {}
-        self._close_judges = weakref.finalize(self, _close_all, self._judges)
         self._shape_ev: Evaluator | None = None  # the extra shapes' judges (settings.extra_shapes), made on first use
         self._shape_refused: dict[str, str] = {}  # shaped problem id -> why its reference does not run there
 
@@ -189,7 +138,7 @@ class Evaluator:
         if self._shape_ev is not None:
             self._shape_ev.close()
         self._discard_spare()
-        self._close_judges()
+        self._judges.close()
         if self._remove_tmp is not None:
             self._remove_tmp()
 
@@ -212,105 +161,15 @@ class Evaluator:
         """``build`` every source at once on the host's cores, in order (``Builder.build_many``)."""
         return self._builder.build_many(sources, workers)
 
-    # -- reference ----------------------------------------------------------------------------------
+    # -- judges (harness.judges) ---------------------------------------------------------------------
     def judge(self, problem: P.Problem) -> _JudgeHandle:
-        """The running judge of ``problem``, started (seeds drawn now, reference built) on first use. At most
-        ``settings.max_judges`` run at once: the least recently used one ends first, and its expected
-        outputs with it."""
-        with self._lock:
-            lock = self._ref_locks.setdefault(problem.id, threading.Lock())
-        with lock:
-            with self._lock:
-                handle = self._judges.get(problem.id)
-                if handle is not None and handle.alive():
-                    self._judges.move_to_end(problem.id)
-                    return handle
-                if handle is not None:
-                    del self._judges[problem.id]
-            handle = self._start_judge(problem)
-            with self._lock:
-                self._judges[problem.id] = handle
-                old = []
-                while len(self._judges) > self.settings.max_judges:
-                    old.append(self._judges.popitem(last=False)[1])
-            for h in old:
-                with h.lock:
-                    h.close()
-            return handle
-
-    def _fresh_seeds(self) -> dict:
-        """Seeds drawn now, by this process, for one candidate's trials, timing sets, perturbation and construction."""
-        n_seeds = seeds_needed(self.settings.verified_base_trials, self.settings.verified_adversarial_trials) \
-            + self.settings.timing_input_sets
-        return {"fresh_seeds": [secrets.randbelow(2**31 - 1) for _ in range(n_seeds)],
-                "perturb_seed": secrets.randbelow(2**31 - 1)}
-
-    def _start_clock_peer(self) -> tuple[tuple[Child, Path], socket.socket]:
-        """The judge's calibration peer (``harness.candidate.clock_peer``), sandboxed as a candidate's evaluation is, on the same
-        device; returns it and the socket end the judge gets. Its folder is deleted with it."""
-        work = Path(tempfile.mkdtemp(prefix="clock-peer-", dir=self._tmp_root))
-        ours, theirs = socket.socketpair()
-        try:
-            child = spawn_module("harness.candidate.clock_peer", [str(theirs.fileno())], cwd=work,
-                                 env=self._setup.sandboxed_env(work), max_file_bytes=2**30,
-                                 pass_fds=(theirs.fileno(),), die_with_parent=False, sandbox=self._setup.policy(work))
-        except BaseException:
-            ours.close()
-            shutil.rmtree(work, ignore_errors=True)
-            raise
-        finally:
-            theirs.close()
-        return (child, work), ours
-
-    def _start_judge(self, problem: P.Problem) -> _JudgeHandle:
-        job = self._setup.base_job(problem).model_copy(update=self._fresh_seeds())
-        work = Path(tempfile.mkdtemp(prefix="judge-", dir=self._tmp_root))
-        mine, theirs = socket.socketpair()
-        peer_args, peer_fds, peer = [], [], None
-        try:
-            if self.settings.witness_calibration == "peer":
-                peer, judge_end = self._start_clock_peer()
-                peer_args, peer_fds = [str(judge_end.fileno())], [judge_end]
-            # Not tied to the starting thread's life (PR_SET_PDEATHSIG would end it with a pool thread):
-            # it ends when its control connection closes, which the kernel does when this process dies.
-            child = spawn_module("harness.judge.judge", [str(theirs.fileno()), *peer_args], cwd=work,
-                                 env=_judge_env(self.cache_dir, self.device, self.gpu_index),
-                                 max_file_bytes=2**40,  # its shared buffer grows past 2 GiB
-                                 pass_fds=(theirs.fileno(), *(f.fileno() for f in peer_fds)), die_with_parent=False)
-        except BaseException:
-            if peer is not None:
-                _end_child(peer)
-            raise
-        finally:
-            theirs.close()
-            for f in peer_fds:
-                f.close()
-        conn = Conn(mine)
-        try:
-            conn.send("job", job.model_dump(mode="json"))
-            kind, payload = conn.recv(timeout=self.settings.reference_timeout_s)
-        except WireError as exc:
-            kind, payload = "failed", f"{exc}"
-        if kind != "ready":
-            kill_group(child.proc)
-            child.proc.wait()
-            conn.close()
-            if peer is not None:
-                _end_child(peer)
-            err = tail(child.err_path, 2000)
-            shutil.rmtree(work, ignore_errors=True)
-            raise RuntimeError(f"reference for {problem.id} failed: {payload or ''} {err}".strip())
-        return _JudgeHandle(problem.id, child, conn, (payload or {}).get("environment") or {}, work, peer)
+        """The running judge of ``problem``, started on first use (``JudgePool.judge``)."""
+        return self._judges.judge(problem)
 
     def prepare(self, problem_id: str) -> bool:
-        """Compute (or find) a problem's reference outputs now, so a later ``evaluate`` of it skips that
-        step. A pool calls it while candidates are still compiling, when the GPU would sit idle. False
-        when that failed: the evaluation then tries again and reports the failure to its candidate."""
-        try:
-            self.judge(self._setup.problem(problem_id))
-        except Exception:  # noqa: BLE001 - reported by the evaluation that needs it
-            return False
-        return True
+        """Start a problem's judge (its reference outputs) ahead of its first evaluation; False when that failed
+        (``JudgePool.prepare``)."""
+        return self._judges.prepare(problem_id)
 
     # -- evaluation ---------------------------------------------------------------------------------
     def evaluate(self, source: str, problem_id: str, protocols: list[str | Protocol] | None = None,
@@ -430,9 +289,9 @@ class Evaluator:
             extensions_dir=EXT_MOUNT, result_fd=slot.write_fd, judge_fd=slot.cand_sock.fileno(), nonce=nonce))
         job_line = (job.model_dump_json() + "\n").encode()  # through the worker's stdin, never a file
         try:  # every candidate its own seeds, told to the judge alone
-            judge.conn.send("serve", self._fresh_seeds(), fds=[slot.judge_sock.fileno()])
+            judge.conn.send("serve", self._judges.fresh_seeds(), fds=[slot.judge_sock.fileno()])
         except WireError as exc:
-            self._drop_judge(judge)
+            self._judges.drop(judge)
             if spare is not None:
                 spare.discard()
             else:
@@ -509,10 +368,10 @@ class Evaluator:
         try:
             kind, verdicts = judge.conn.recv(timeout=120)
         except WireError as exc:
-            self._drop_judge(judge)
+            self._judges.drop(judge)
             raise HarnessError(f"the judge of {problem.id} did not report: {exc}") from exc
         if kind != "result" or not isinstance(verdicts, dict) or verdicts.get("harness_error"):
-            self._drop_judge(judge)
+            self._judges.drop(judge)
             raise HarnessError(str((verdicts or {}).get("harness_error") if isinstance(verdicts, dict) else verdicts))
         if breaches:  # reports the worker never sends reached the parent: tampering with the result pipe
             record.guards.append(outcome("judge_protocol", False, detail=(
@@ -528,12 +387,6 @@ class Evaluator:
             raise HarnessError(f"the evaluation ran out of disk (not the candidate's fault): {(record.error or '')[-500:]}")
         if not self.keep_temp:
             shutil.rmtree(slot.work, ignore_errors=True)
-
-    def _drop_judge(self, judge: _JudgeHandle) -> None:
-        with self._lock:
-            if self._judges.get(judge.problem_id) is judge:
-                del self._judges[judge.problem_id]
-        judge.close()
 
     # -- candidate processes, fresh or pre-started ------------------------------------------------
     def _new_slot(self) -> _Slot:
@@ -605,12 +458,6 @@ class Evaluator:
 
 
 MAX_REPORT_BYTES = 64 * 2**20  # one report line from a candidate process (timing samples are the longest)
-
-
-def _close_all(judges: dict) -> None:
-    for h in list(judges.values()):
-        h.close()
-    judges.clear()
 
 
 def _disk_full(error: str, where: Path) -> bool:

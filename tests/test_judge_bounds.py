@@ -60,7 +60,7 @@ class ModelNew(nn.Module):
 
 
 def _judge_pid(ev) -> int:
-    return ev._judges[RELU].child.proc.pid
+    return ev._judges.running[RELU].child.proc.pid
 
 
 def _breach(r) -> str:
