@@ -1,30 +1,31 @@
-"""The parent side: build, reference, candidate process; assemble the measurement record.
+"""The parent side: an evaluation is a short pipeline over the parent's parts.
 
     evaluate(source, problem_id, device="cpu", size="small") -> Evaluation(record, results)
 
-The parent never imports the candidate. Each evaluation gets a fresh temporary directory; builds
-are cached by source hash under ``cache_dir``; the reference outputs of a (problem, size, device)
-are computed once per Evaluator (with seeds drawn fresh when it starts) and shared by its candidates.
-What its parts share (device, size, settings, cache and temporary folders) is the evaluator's ``Setup``
-(``harness.children``).
+    build      harness.builder    the candidate compiled in a sandbox, cached by source hash under ``cache_dir``
+    judge      harness.judges     the problem's judge: started once per Evaluator, with seeds drawn then, it holds the
+                                  reference outputs its candidates share and draws each one's inputs from its own seeds
+    candidate  harness.workers    a sandboxed candidate process in a fresh folder (or one started ahead), whose
+                                  reports are read here
+    record     harness.assemble   the measurement record from the judge's verdicts and the candidate's reports
+    score      harness.scoring    each protocol's verdict on the record
+
+The parent never imports the candidate. What the parts share (device, size, settings, cache and temporary folders)
+is the evaluator's ``Setup`` (``harness.children``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
 import json
 import os
 import secrets
 import shutil
-import socket
 import tempfile
 import threading
 import time
 import weakref
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
@@ -44,60 +45,19 @@ from .measure.record import (
     ShapeCheck,
 )
 from .roofline_bound import roofline_for
-from .sandbox import (
-    EXT_MOUNT,
-    Child,
-    Policy,
-    default_memory_limit,
-    spawn_module,
-    wait_child,
-)
+from .sandbox import EXT_MOUNT, wait_child
 from .scoring import shapes
 from .scoring.protocols import PROTOCOLS, Protocol, ProtocolResult, score
 from .scoring.static_scan import scan
 from .wire import messages as M
 from .wire.conn import WireError
 from .wire.job import EvalSettings
+from .workers import Workers
 
 
 class Evaluation(BaseModel):
     record: MeasurementRecord
     results: dict[str, ProtocolResult] = Field(default_factory=dict)
-
-
-class _Slot(NamedTuple):
-    """A candidate process's working folder, its result pipe (read end, write end), its link to the judge (the
-    candidate's end, the judge's end: the judge gets its end when the job starts) and its sandbox, whose extensions
-    folder (``policy.ext``) receives a copy of the candidate's build when the job starts."""
-
-    work: Path
-    read_fd: int
-    write_fd: int
-    cand_sock: socket.socket
-    judge_sock: socket.socket
-    policy: Policy
-
-    def close_fds(self) -> None:
-        for fd in (self.read_fd, self.write_fd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.cand_sock.close()
-        self.judge_sock.close()
-
-
-class _Spare(NamedTuple):
-    """A candidate process started ahead of its job, with its slot."""
-
-    child: Child
-    slot: _Slot
-
-    def discard(self) -> None:
-        self.child.end()
-        with contextlib.suppress(OSError):
-            if self.child.proc.stdin is not None:
-                self.child.proc.stdin.close()
-        self.slot.close_fds()
-        shutil.rmtree(self.slot.work, ignore_errors=True)
 
 
 def _shared(name: str) -> property:
@@ -107,7 +67,8 @@ def _shared(name: str) -> property:
 
 
 class Evaluator:
-    """Evaluates candidates; holds the build cache location and per-problem reference outputs."""
+    """Evaluates candidates: build, the problem's judge, a candidate process, the record, its scores. Holds the
+    build cache location and, in its judges, per-problem reference outputs."""
 
     device = _shared("device")
     size = _shared("size")
@@ -129,15 +90,15 @@ class Evaluator:
         self._remove_tmp = None if keep_temp else weakref.finalize(self, shutil.rmtree, self._tmp_root, True)
         self._builder = Builder(self._setup)
         self._judges = JudgePool(self._setup)  # made after _remove_tmp: at exit its judges end before the folder goes
+        self._workers = Workers(self._setup)
         self._lock = threading.Lock()
-        self._spares: list[_Spare] = []  # oldest (most likely ready) first
         self._shape_ev: Evaluator | None = None  # the extra shapes' judges (settings.extra_shapes), made on first use
         self._shape_refused: dict[str, str] = {}  # shaped problem id -> why its reference does not run there
 
     def close(self) -> None:
         if self._shape_ev is not None:
             self._shape_ev.close()
-        self._discard_spare()
+        self._workers.discard_spares()
         self._judges.close()
         if self._remove_tmp is not None:
             self._remove_tmp()
@@ -161,7 +122,7 @@ class Evaluator:
         """``build`` every source at once on the host's cores, in order (``Builder.build_many``)."""
         return self._builder.build_many(sources, workers)
 
-    # -- judges (harness.judges) ---------------------------------------------------------------------
+    # -- judges (harness.judges) --------------------------------------------------------------------
     def judge(self, problem: P.Problem) -> _JudgeHandle:
         """The running judge of ``problem``, started on first use (``JudgePool.judge``)."""
         return self._judges.judge(problem)
@@ -225,59 +186,11 @@ class Evaluator:
         record.eval_seconds = time.perf_counter() - started
         return record
 
-    # -- extra shapes (harness.scoring.shapes) ------------------------------------------------------------------
-    def _shape_evaluator(self) -> Evaluator:
-        """An evaluator of its own for the extra shapes: correctness only (no timing, no compile baseline), and
-        judges apart from this one's, so checking N shapes never ends the published shape's judge. It keeps one
-        problem's N judges alive (each at most the evaluated size's memory) for that problem's next candidate."""
-        with self._lock:
-            if self._shape_ev is None:
-                n = self.settings.extra_shapes
-                settings = self.settings.model_copy(update=dict(
-                    measure_timing=False, compile_baseline=False, extra_shapes=0,
-                    max_judges=max(n, self.settings.max_judges)))
-                self._shape_ev = Evaluator(self.device, self.size, settings=settings, cache_dir=self.cache_dir,
-                                           problems_dir=self.problems_dir, keep_temp=self.keep_temp,
-                                           gpu_index=self.gpu_index)
-            return self._shape_ev
-
-    def _check_shapes(self, record: MeasurementRecord, source: str, problem: P.Problem, built: BuildResult) -> None:
-        """Run the candidate at each extra shape and record pass/fail per shape; only for a kernel some default
-        protocol calls correct at the published shape (otherwise it cannot be shape-specialised)."""
-        if not shapes.published_trials(record):
-            record.shapes_note = "not correct at the published shape under any protocol: extra shapes not checked"
-            return
-        t0 = time.perf_counter()
-        todo, record.shapes, record.shapes_note = shapes.plan(problem, self.size, self.settings.extra_shapes)
-        ev = self._shape_evaluator()
-        for sp in todo:
-            name = sp.id.rsplit("@", 1)[1]
-            why = self._shape_refused.get(sp.id)
-            if why is None:
-                try:
-                    ev.judge(sp)  # the reference at this shape, started once per shape and evaluator
-                except Exception as exc:  # noqa: BLE001 - a shape the problem does not admit: skipped with its reason
-                    # remembered: the next candidate of the problem does not start a judge that fails again
-                    why = self._shape_refused[sp.id] = str(exc).removeprefix(f"reference for {sp.id} failed: ")[-400:]
-            if why is not None:
-                record.shapes.append(ShapeCheck(name=name, overrides=sp.overrides,
-                                                reason=f"skipped: the reference does not run at this shape: {why}"))
-                continue
-            try:
-                at = ev.measure(source, sp, built)
-            except HarnessError as exc:
-                record.shapes.append(ShapeCheck(name=name, overrides=sp.overrides,
-                                                reason=f"skipped: the harness failed at this shape: {str(exc)[-400:]}"))
-                continue
-            record.shapes.append(shapes.result(name, sp.overrides, at))
-        record.shapes.sort(key=lambda s: int(s.name.removeprefix("shape")))
-        record.shape_specialised = shapes.specialised(record)
-        record.phase_seconds["shapes"] = time.perf_counter() - t0
-
+    # -- the candidate process (harness.workers), its record (harness.assemble) ---------------------
     def _measure_with(self, judge: _JudgeHandle, record: MeasurementRecord, source: str, problem: P.Problem,
                       ext: Path) -> None:
-        spare = self._take_spare()
-        slot = spare.slot if spare is not None else self._new_slot()
+        spare = self._workers.take_spare()
+        slot = spare.slot if spare is not None else self._workers.new_slot()
         record.worker_prespawned = spare is not None
         # The candidate's own copy of its build, at the path its build wrote (nothing it does there reaches the cache).
         with _source_lock(ext):
@@ -341,11 +254,11 @@ class Evaluator:
             th.start()
             t["thread"] = th
             if self.settings.prespawns():  # the next candidate's process imports torch while this one runs
-                self._refill_spare()
+                self._workers.refill_spares()
 
         t_worker = time.perf_counter()
         timeout_s = self.settings.eval_timeout_s + (self.settings.build_timeout_s if _builds_ahead(source) else 0.0)
-        cap = self._memory_cap()
+        cap = self._workers.memory_cap()
         if spare is not None:
             try:
                 spare.child.proc.stdin.write(job_line)
@@ -356,7 +269,7 @@ class Evaluator:
             # Its clock starts now, at the job, not when it was started.
             res = wait_child(spare.child, timeout_s, on_start, started=t_worker, memory_cap=cap)
         else:
-            child = self._spawn_worker(slot, "--job-on-stdin")
+            child = self._workers.spawn(slot, "--job-on-stdin")
             try:
                 child.proc.stdin.write(job_line)
                 child.proc.stdin.close()
@@ -388,73 +301,54 @@ class Evaluator:
         if not self.keep_temp:
             shutil.rmtree(slot.work, ignore_errors=True)
 
-    # -- candidate processes, fresh or pre-started ------------------------------------------------
-    def _new_slot(self) -> _Slot:
-        read_fd, write_fd = os.pipe()
-        cand, judge = socket.socketpair()
-        cand.set_inheritable(True)
-        work = Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root))
-        (work / "kv-ext").mkdir()
-        return _Slot(work, read_fd, write_fd, cand, judge, self._setup.policy(work, work / "kv-ext"))
-
-    def _memory_cap(self) -> int:
-        return self.settings.memory_limit_bytes or default_memory_limit()
-
-    def _spawn_worker(self, slot: _Slot, mode: str) -> Child:
-        """A sandboxed candidate process on ``slot``: it reads its job from stdin (``--job-on-stdin``), or imports
-        torch and the harness first and then waits for it (``--spare``)."""
-        # A pre-started one outlives the thread that started it (a pool thread may end first): it ends when its stdin
-        # closes, which the kernel does when this process dies.
-        spare = mode == "--spare"
-        policy = dataclasses.replace(slot.policy, die_with_parent=not spare)
-        return spawn_module("harness.candidate.worker", [mode], cwd=slot.work, sandbox=policy, memory_cap=self._memory_cap(),
-                            env=self._setup.sandboxed_env(slot.work), die_with_parent=not spare,
-                            max_file_bytes=self.settings.max_output_file_bytes,
-                            pass_fds=(slot.write_fd, slot.cand_sock.fileno()), stdin_pipe=True)
-
-    def _refill_spare(self) -> None:
-        """Start workers that import torch and the harness, then wait on stdin for their jobs, until
-        ``settings.spare_workers`` wait. More than one: a short evaluation (~4 s at full size) ends before one
-        spare's imports do (~8 s on the H200 host), so with one the next candidate often waited for it anyway.
-        Started from the measuring thread: a child's PR_SET_PDEATHSIG follows the thread that forked it."""
-        while True:
-            with self._lock:
-                if len(self._spares) >= self.settings.spare_workers:
-                    return
-            try:
-                slot = self._new_slot()
-            except OSError:  # the evaluator is closing: its temporary root is gone
-                return
-            try:
-                child = self._spawn_worker(slot, "--spare")
-            except OSError:
-                slot.close_fds()
-                shutil.rmtree(slot.work, ignore_errors=True)
-                return
-            spare = _Spare(child, slot)
-            with self._lock:
-                keep = len(self._spares) < self.settings.spare_workers
-                if keep:
-                    self._spares.append(spare)
-            if not keep:  # another thread refilled meanwhile
-                spare.discard()
-                return
-
-    def _take_spare(self) -> _Spare | None:
-        while True:
-            with self._lock:
-                spare = self._spares.pop(0) if self._spares else None
-            if spare is None:
-                return None
-            if spare.child.proc.poll() is None:
-                return spare
-            spare.discard()  # died while waiting (killed, or its thread ended): the next one, if any
-
-    def _discard_spare(self) -> None:
+    # -- extra shapes (harness.scoring.shapes) ------------------------------------------------------------------
+    def _shape_evaluator(self) -> Evaluator:
+        """An evaluator of its own for the extra shapes: correctness only (no timing, no compile baseline), and
+        judges apart from this one's, so checking N shapes never ends the published shape's judge. It keeps one
+        problem's N judges alive (each at most the evaluated size's memory) for that problem's next candidate."""
         with self._lock:
-            spares, self._spares = self._spares, []
-        for spare in spares:
-            spare.discard()
+            if self._shape_ev is None:
+                n = self.settings.extra_shapes
+                settings = self.settings.model_copy(update=dict(
+                    measure_timing=False, compile_baseline=False, extra_shapes=0,
+                    max_judges=max(n, self.settings.max_judges)))
+                self._shape_ev = Evaluator(self.device, self.size, settings=settings, cache_dir=self.cache_dir,
+                                           problems_dir=self.problems_dir, keep_temp=self.keep_temp,
+                                           gpu_index=self.gpu_index)
+            return self._shape_ev
+
+    def _check_shapes(self, record: MeasurementRecord, source: str, problem: P.Problem, built: BuildResult) -> None:
+        """Run the candidate at each extra shape and record pass/fail per shape; only for a kernel some default
+        protocol calls correct at the published shape (otherwise it cannot be shape-specialised)."""
+        if not shapes.published_trials(record):
+            record.shapes_note = "not correct at the published shape under any protocol: extra shapes not checked"
+            return
+        t0 = time.perf_counter()
+        todo, record.shapes, record.shapes_note = shapes.plan(problem, self.size, self.settings.extra_shapes)
+        ev = self._shape_evaluator()
+        for sp in todo:
+            name = sp.id.rsplit("@", 1)[1]
+            why = self._shape_refused.get(sp.id)
+            if why is None:
+                try:
+                    ev.judge(sp)  # the reference at this shape, started once per shape and evaluator
+                except Exception as exc:  # noqa: BLE001 - a shape the problem does not admit: skipped with its reason
+                    # remembered: the next candidate of the problem does not start a judge that fails again
+                    why = self._shape_refused[sp.id] = str(exc).removeprefix(f"reference for {sp.id} failed: ")[-400:]
+            if why is not None:
+                record.shapes.append(ShapeCheck(name=name, overrides=sp.overrides,
+                                                reason=f"skipped: the reference does not run at this shape: {why}"))
+                continue
+            try:
+                at = ev.measure(source, sp, built)
+            except HarnessError as exc:
+                record.shapes.append(ShapeCheck(name=name, overrides=sp.overrides,
+                                                reason=f"skipped: the harness failed at this shape: {str(exc)[-400:]}"))
+                continue
+            record.shapes.append(shapes.result(name, sp.overrides, at))
+        record.shapes.sort(key=lambda s: int(s.name.removeprefix("shape")))
+        record.shape_specialised = shapes.specialised(record)
+        record.phase_seconds["shapes"] = time.perf_counter() - t0
 
 
 MAX_REPORT_BYTES = 64 * 2**20  # one report line from a candidate process (timing samples are the longest)
