@@ -3,10 +3,10 @@
     evaluate(source, problem_id, device="cpu", size="small") -> Evaluation(record, results)
 
     build      harness.builder    the candidate compiled in a sandbox, cached by source hash under ``cache_dir``
-    judge      harness.judges     the problem's judge: started once per Evaluator, with seeds drawn then, it holds the
-                                  reference outputs its candidates share and draws each one's inputs from its own seeds
-    candidate  harness.workers    a sandboxed candidate process in a fresh folder (or one started ahead), whose
-                                  reports are read here
+    judge      harness.judges     the problem's judge, started once per Evaluator with seeds drawn then: it holds the
+                                  reference outputs its candidates share; each candidate's own seeds go to it alone
+    candidate  harness.workers    a sandboxed candidate process in a fresh folder (or one started ahead), and the
+                                  reports it sends
     record     harness.assemble   the measurement record from the judge's verdicts and the candidate's reports
     score      harness.scoring    each protocol's verdict on the record
 
@@ -16,8 +16,6 @@ is the evaluator's ``Setup`` (``harness.children``).
 
 from __future__ import annotations
 
-import json
-import os
 import secrets
 import shutil
 import tempfile
@@ -49,10 +47,9 @@ from .sandbox import EXT_MOUNT, wait_child
 from .scoring import shapes
 from .scoring.protocols import PROTOCOLS, Protocol, ProtocolResult, score
 from .scoring.static_scan import scan
-from .wire import messages as M
 from .wire.conn import WireError
 from .wire.job import EvalSettings
-from .workers import Workers
+from .workers import Workers, read_reports
 
 
 class Evaluation(BaseModel):
@@ -91,7 +88,7 @@ class Evaluator:
         self._builder = Builder(self._setup)
         self._judges = JudgePool(self._setup)  # made after _remove_tmp: at exit its judges end before the folder goes
         self._workers = Workers(self._setup)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the shape evaluator is made once
         self._shape_ev: Evaluator | None = None  # the extra shapes' judges (settings.extra_shapes), made on first use
         self._shape_refused: dict[str, str] = {}  # shaped problem id -> why its reference does not run there
 
@@ -213,44 +210,10 @@ class Evaluator:
         slot.judge_sock.close()
         messages: list[dict] = []
         breaches: list[str] = []
-
-        def reader(proc, deadline):
-            os.close(slot.write_fd)
-            slot.cand_sock.close()  # only the candidate process holds its end now: its death is the judge's EOF
-            buf, skipping = b"", False
-            with os.fdopen(slot.read_fd, "rb", buffering=0) as f:
-                while True:
-                    chunk = f.read(65536)
-                    if not chunk:
-                        break
-                    buf += chunk
-                    if len(buf) > MAX_REPORT_BYTES and b"\n" not in buf:  # one line past the bound: dropped whole
-                        breaches.append(f"a report line over {MAX_REPORT_BYTES} bytes")
-                        buf, skipping = b"", True
-                        continue
-                    while b"\n" in buf:
-                        line, buf = buf.split(b"\n", 1)
-                        if skipping:  # the tail of a dropped line
-                            skipping = False
-                            continue
-                        try:
-                            msg = json.loads(line)
-                        except (ValueError, RecursionError):  # not JSON, too deep, a number too long to parse
-                            continue
-                        if isinstance(msg, dict) and msg.get("nonce") == nonce:
-                            # validated on arrival: a report the worker never sends is a breach, not a crash here
-                            try:
-                                payload = M.report(msg.get("kind"), msg.get("payload"))
-                            except M.ProtocolBreach as exc:
-                                breaches.append(str(exc))
-                                continue
-                            messages.append({"kind": msg["kind"], "payload": payload,
-                                             "received_at": time.perf_counter()})  # parent clock: phase durations
-
         t = {"thread": None}
 
         def on_start(proc, deadline):
-            th = threading.Thread(target=reader, args=(proc, deadline), daemon=True)
+            th = threading.Thread(target=read_reports, args=(slot, nonce, messages, breaches), daemon=True)
             th.start()
             t["thread"] = th
             if self.settings.prespawns():  # the next candidate's process imports torch while this one runs
@@ -349,9 +312,6 @@ class Evaluator:
         record.shapes.sort(key=lambda s: int(s.name.removeprefix("shape")))
         record.shape_specialised = shapes.specialised(record)
         record.phase_seconds["shapes"] = time.perf_counter() - t0
-
-
-MAX_REPORT_BYTES = 64 * 2**20  # one report line from a candidate process (timing samples are the longest)
 
 
 def _disk_full(error: str, where: Path) -> bool:

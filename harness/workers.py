@@ -1,21 +1,24 @@
 """Candidate processes (``harness.candidate.worker``), each sandboxed in a working folder of its own: started for
 their job, or ahead of it (spares, ``settings.prespawns()``) so that the next candidate's process imports torch
-while the current one runs."""
+while the current one runs; and the reports one sends the parent, read as they come."""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import json
 import os
 import shutil
 import socket
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import NamedTuple
 
 from .children import Setup
 from .sandbox import Child, Policy, default_memory_limit, spawn_module
+from .wire import messages as M
 
 
 class _Slot(NamedTuple):
@@ -127,3 +130,43 @@ class Workers:
             spares, self.spares = self.spares, []
         for spare in spares:
             spare.discard()
+
+
+MAX_REPORT_BYTES = 64 * 2**20  # one report line from a candidate process (timing samples are the longest)
+
+
+def read_reports(slot: _Slot, nonce: str, messages: list[dict], breaches: list[str]) -> None:
+    """Read the reports of the candidate process started on ``slot`` until its result pipe closes (on a thread of
+    its own while it runs): each line of its job's ``nonce``, validated on arrival, into ``messages`` with the parent's
+    clock at arrival; each report the worker never sends into ``breaches``."""
+    os.close(slot.write_fd)
+    slot.cand_sock.close()  # only the candidate process holds its end now: its death is the judge's EOF
+    buf, skipping = b"", False
+    with os.fdopen(slot.read_fd, "rb", buffering=0) as f:
+        while True:
+            chunk = f.read(65536)
+            if not chunk:
+                break
+            buf += chunk
+            if len(buf) > MAX_REPORT_BYTES and b"\n" not in buf:  # one line past the bound: dropped whole
+                breaches.append(f"a report line over {MAX_REPORT_BYTES} bytes")
+                buf, skipping = b"", True
+                continue
+            while b"\n" in buf:
+                line, buf = buf.split(b"\n", 1)
+                if skipping:  # the tail of a dropped line
+                    skipping = False
+                    continue
+                try:
+                    msg = json.loads(line)
+                except (ValueError, RecursionError):  # not JSON, too deep, a number too long to parse
+                    continue
+                if isinstance(msg, dict) and msg.get("nonce") == nonce:
+                    # validated on arrival: a report the worker never sends is a breach, not a crash here
+                    try:
+                        payload = M.report(msg.get("kind"), msg.get("payload"))
+                    except M.ProtocolBreach as exc:
+                        breaches.append(str(exc))
+                        continue
+                    messages.append({"kind": msg["kind"], "payload": payload,
+                                     "received_at": time.perf_counter()})  # parent clock: phase durations
