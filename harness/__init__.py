@@ -11,9 +11,11 @@ Public surface::
 
 Laid out by who runs the code (tests/test_harness_layout.py holds the imports to it):
 
-    harness/*.py   the parent, trusted: runner (Evaluator), eval (CLI), errors, device_check, and the roofline
-                   (roofline_bound, host_peaks: the parent measures a CPU host's peaks). Few modules, so they stay
-                   at the top; they may import every folder below and start the sandboxed ones
+    harness/*.py   the parent, trusted: runner (Evaluator, a pipeline over builder, judges, workers and assemble;
+                   builds holds the build cache, children what each child process gets), eval (CLI), errors,
+                   device_check, and the roofline (roofline_bound, host_peaks: the parent measures a CPU host's
+                   peaks). Few modules, so they stay at the top; they may import every folder below and start the
+                   sandboxed ones
     candidate/     in the sandbox beside candidate code: worker, guards, load, clock_peer
     build/         in the sandbox, builds candidate code: build, compile_launcher
     judge/         the trusted judge process, holding seeds and expected outputs: judge, inputs, adversarial, ...

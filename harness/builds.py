@@ -1,7 +1,7 @@
 """The parent's build cache: where candidates' extensions are built and filed, keyed by what the evaluator computes
 (source text and build environment), with the hash of every shared object checked before a load; the precompiled
 header and trusted object caches shared by every cache on the machine. Builds themselves run sandboxed
-(``Evaluator.build``, ``harness.build.build``); only this process files their output."""
+(``harness.builder``, ``harness.build.build``); only this process files their output."""
 
 from __future__ import annotations
 

@@ -1,65 +1,41 @@
-"""The parent side: build, reference, candidate process; assemble the measurement record.
+"""The parent side: an evaluation is a short pipeline over the parent's parts.
 
     evaluate(source, problem_id, device="cpu", size="small") -> Evaluation(record, results)
 
-The parent never imports the candidate. Each evaluation gets a fresh temporary directory; builds
-are cached by source hash under ``cache_dir``; the reference outputs of a (problem, size, device)
-are computed once per Evaluator (with seeds drawn fresh when it starts) and shared by its candidates.
+    build      harness.builder    the candidate compiled in a sandbox, cached by source hash under ``cache_dir``
+    judge      harness.judges     the problem's judge, started once per Evaluator with seeds drawn then: it holds the
+                                  reference outputs its candidates share; each candidate's own seeds go to it alone
+    candidate  harness.workers    a sandboxed candidate process in a fresh folder (or one started ahead), and the
+                                  reports it sends
+    record     harness.assemble   the measurement record from the judge's verdicts and the candidate's reports
+    score      harness.scoring    each protocol's verdict on the record
+
+The parent never imports the candidate. What the parts share (device, size, settings, cache and temporary folders)
+is the evaluator's ``Setup`` (``harness.children``).
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import itertools
-import json
-import os
-import re
 import secrets
-import shlex
 import shutil
-import socket
-import subprocess
 import tempfile
 import threading
 import time
 import weakref
-from collections import OrderedDict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
 import problems as P
 
 from .assemble import assemble, phase_durations
-from .build.build import (
-    BUILD_DEADLINE_ENV,
-    IMPORTED_MARKER,
-    MAX_PCH_VARIANTS,
-    OBJECTS_ENV,
-    PCH_REQUESTS_ENV,
-    _evict_pch_variants,
-    _pch_plan,
-    build_env,
-)
-from .builds import (
-    DEFAULT_CACHE,
-    BuildResult,
-    _build_environment,
-    _builds_ahead,
-    _clear_torch_batons,
-    _copy_build,
-    _file_hashes,
-    _filed,
-    _source_lock,
-    pch_dir,
-)
+from .builder import Builder
+from .builds import DEFAULT_CACHE, BuildResult, _builds_ahead, _copy_build, _source_lock
 from .candidate.load import source_hash
+from .children import Setup
 from .errors import HarnessError
-from .judge.inputs import seeds_needed
-from .measure.device import usable_cpus
+from .judges import JudgePool, _JudgeHandle
 from .measure.guard_registry import outcome
 from .measure.record import (
     Environment,
@@ -67,26 +43,13 @@ from .measure.record import (
     ShapeCheck,
 )
 from .roofline_bound import roofline_for
-from .sandbox import (
-    EXT_MOUNT,
-    UID_BASE,
-    UID_COUNT,
-    Child,
-    Policy,
-    default_memory_limit,
-    kill_group,
-    own,
-    run_module,
-    spawn_module,
-    tail,
-    wait_child,
-)
+from .sandbox import EXT_MOUNT, wait_child
 from .scoring import shapes
 from .scoring.protocols import PROTOCOLS, Protocol, ProtocolResult, score
 from .scoring.static_scan import scan
-from .wire import messages as M
-from .wire.conn import Conn, WireError
-from .wire.job import EvalSettings, JobSpec
+from .wire.conn import WireError
+from .wire.job import EvalSettings
+from .workers import Workers, read_reports
 
 
 class Evaluation(BaseModel):
@@ -94,158 +57,46 @@ class Evaluation(BaseModel):
     results: dict[str, ProtocolResult] = Field(default_factory=dict)
 
 
-# Variables that may hold credentials (a sweep's API keys): never in a child's environment, where a candidate could
-# print them into its record.
-_SECRET_VAR = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|COOKIE|AUTH|^AWS_|^GOOGLE_|^AZURE_|^HF_", re.I)
-
-
-def _child_env(ext_dir: Path | str, device: str, gpu_index: int | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not _SECRET_VAR.search(k)}
-    if gpu_index is not None:
-        env["CUDA_VISIBLE_DEVICES"] = str(gpu_index)  # the child sees one GPU, as cuda:0
-    env["TORCH_EXTENSIONS_DIR"] = str(ext_dir)
-    env["PYTHONUNBUFFERED"] = "1"
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    # The harness and problems packages must be importable from the child's private cwd.
-    root = str(Path(__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    if device == "cpu":
-        env["CUDA_VISIBLE_DEVICES"] = ""
-    # Same compilers (shims through the compile launcher) for the build and the candidate's own
-    # load_inline: a command that differs between them would make the candidate rebuild.
-    env.update(build_env(pch_dir(), None))
-    return env
-
-
-def _judge_env(cache_dir: Path, device: str, gpu_index: int | None) -> dict[str, str]:
-    """The judge's environment: torch.compile's caches (Inductor's FX graphs and kernels, Triton's binaries) in folders
-    of this evaluator's cache, which only trusted processes write, so a second or resumed sweep compiles the baseline
-    of a problem it has seen from the cache instead of from scratch."""
-    env = _child_env(cache_dir / "extensions" / "_reference", device, gpu_index)
-    env.update(TORCHINDUCTOR_CACHE_DIR=str(cache_dir / "inductor"), TRITON_CACHE_DIR=str(cache_dir / "triton"))
-    return env
-
-
-def _sandboxed_env(device: str, gpu_index: int | None, work: Path) -> dict[str, str]:
-    """A sandboxed child's environment: its extensions folder where every sandbox has it, its home (compiler and
-    driver caches) in its own folder."""
-    env = _child_env(EXT_MOUNT, device, gpu_index)
-    env.pop(OBJECTS_ENV, None)  # a shared object cache is never a candidate's (object_cache_dir)
-    env.update(HOME=str(work), TMPDIR="/tmp", TRITON_CACHE_DIR=str(work / ".triton"))
-    return env
-
-
-_uid_seq = itertools.count()
-
-
-def _sandbox_uid() -> int:
-    """A uid for the next sandbox, from the pool, spread by process so that two evaluators rarely share one (sharing
-    would grant nothing: every sandbox has its own pid namespace and sees only its own folders)."""
-    return UID_BASE + (os.getpid() * 7919 + next(_uid_seq)) % UID_COUNT
-
-
-class _Slot(NamedTuple):
-    """A candidate process's working folder, its result pipe (read end, write end), its link to the judge (the
-    candidate's end, the judge's end: the judge gets its end when the job starts) and its sandbox, whose extensions
-    folder (``policy.ext``) receives a copy of the candidate's build when the job starts."""
-
-    work: Path
-    read_fd: int
-    write_fd: int
-    cand_sock: socket.socket
-    judge_sock: socket.socket
-    policy: Policy
-
-    def close_fds(self) -> None:
-        for fd in (self.read_fd, self.write_fd):
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.cand_sock.close()
-        self.judge_sock.close()
-
-
-class _Spare(NamedTuple):
-    """A candidate process started ahead of its job, with its slot."""
-
-    child: Child
-    slot: _Slot
-
-    def discard(self) -> None:
-        self.child.end()
-        with contextlib.suppress(OSError):
-            if self.child.proc.stdin is not None:
-                self.child.proc.stdin.close()
-        self.slot.close_fds()
-        shutil.rmtree(self.slot.work, ignore_errors=True)
-
-
-def _end_child(helper: tuple[Child, Path]) -> None:
-    """End a helper process of the harness's own (the clock peer) and delete its folder."""
-    child, work = helper
-    with contextlib.suppress(Exception):
-        child.proc.wait(timeout=5)
-    child.end()
-    shutil.rmtree(work, ignore_errors=True)
-
-
-class _JudgeHandle:
-    """A running judge (``harness.judge.judge``) for one problem: its process and the control connection."""
-
-    def __init__(self, problem_id: str, child: Child, conn: Conn, environment: dict, work: Path,
-                 peer: tuple[Child, Path] | None = None) -> None:
-        self.problem_id, self.child, self.conn, self.environment, self.work = problem_id, child, conn, environment, work
-        self.peer = peer  # its calibration peer (harness.candidate.clock_peer), ended with it
-        self.lock = threading.Lock()
-
-    def alive(self) -> bool:
-        return self.child.proc.poll() is None
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.conn.send("close")
-        try:
-            self.child.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
-        kill_group(self.child.proc)
-        self.child.proc.wait()
-        self.conn.close()
-        if self.peer is not None:  # it ends by itself once the judge is gone; this collects it
-            _end_child(self.peer)
-        shutil.rmtree(self.work, ignore_errors=True)
+def _shared(name: str) -> property:
+    """An attribute of the evaluator's ``Setup``: its parts read it there at each use, so replacing it here
+    (``harness.eval.bounded_evaluate`` replaces ``settings`` between steps) reaches all of them."""
+    return property(lambda self: getattr(self._setup, name), lambda self, value: setattr(self._setup, name, value))
 
 
 class Evaluator:
-    """Evaluates candidates; holds the build cache location and per-problem reference outputs."""
+    """Evaluates candidates: build, the problem's judge, a candidate process, the record, its scores. Holds the
+    build cache location and, in its judges, per-problem reference outputs."""
+
+    device = _shared("device")
+    size = _shared("size")
+    gpu_index = _shared("gpu_index")
+    settings = _shared("settings")
+    cache_dir = _shared("cache_dir")
+    problems_dir = _shared("problems_dir")
 
     def __init__(self, device: str = "cpu", size: P.Size = "small", *, settings: EvalSettings | None = None,
                  cache_dir: Path | str | None = None, problems_dir: str | Path | None = None,
                  keep_temp: bool = False, gpu_index: int | None = None) -> None:
         """``gpu_index`` pins every child of this evaluator to one physical GPU (a pool runs one per GPU)."""
-        self.device, self.size = device, size
-        self.gpu_index = gpu_index
-        self.settings = settings or EvalSettings()
-        self.cache_dir = Path(cache_dir) if cache_dir else DEFAULT_CACHE
-        self.problems_dir = problems_dir
-        self.keep_temp = keep_temp
         self._tmp_root = Path(tempfile.mkdtemp(prefix="kv-eval-"))
+        self._setup = Setup(device, size, gpu_index, settings or EvalSettings(),
+                            Path(cache_dir) if cache_dir else DEFAULT_CACHE, problems_dir, self._tmp_root)
+        self.keep_temp = keep_temp
         # Reference outputs and work folders live here (tens of MB per problem): removed on close, and
         # also when an evaluator nobody closed is collected or the interpreter exits.
         self._remove_tmp = None if keep_temp else weakref.finalize(self, shutil.rmtree, self._tmp_root, True)
-        self._judges: OrderedDict[str, _JudgeHandle] = OrderedDict()
-        self._lock = threading.Lock()
-        self._spares: list[_Spare] = []  # oldest (most likely ready) first
-        self._ref_locks: dict[str, threading.Lock] = {}
-        self._close_judges = weakref.finalize(self, _close_all, self._judges)
+        self._builder = Builder(self._setup)
+        self._judges = JudgePool(self._setup)  # made after _remove_tmp: at exit its judges end before the folder goes
+        self._workers = Workers(self._setup)
+        self._lock = threading.Lock()  # the shape evaluator is made once
         self._shape_ev: Evaluator | None = None  # the extra shapes' judges (settings.extra_shapes), made on first use
         self._shape_refused: dict[str, str] = {}  # shaped problem id -> why its reference does not run there
-        self._pch_made: set[tuple[str, str, str]] = set()  # flag sets whose PCH this evaluator made or is making
 
     def close(self) -> None:
         if self._shape_ev is not None:
             self._shape_ev.close()
-        self._discard_spare()
-        self._close_judges()
+        self._workers.discard_spares()
+        self._judges.close()
         if self._remove_tmp is not None:
             self._remove_tmp()
 
@@ -255,258 +106,35 @@ class Evaluator:
     def __exit__(self, *exc) -> None:
         self.close()
 
-    # -- builds -------------------------------------------------------------------------------------
+    # -- builds (harness.builder) -------------------------------------------------------------------
     def extensions_dir(self, source: str) -> Path:
-        """The source's build folder, keyed by the build environment too: a build made by another interpreter or
-        torch (a moved venv, an upgrade) is not this one's, and trusting its marker made every candidate process
-        rebuild inside its evaluation (counted as load time, on the GPU worker)."""
-        d = self.cache_dir / "extensions" / source_hash(source + _build_environment())[:20]
-        d.mkdir(parents=True, exist_ok=True)
-        return d
+        """The source's build folder in the cache (``Builder.extensions_dir``)."""
+        return self._builder.extensions_dir(source)
 
     def build(self, source: str, problem_id: str | None = None) -> BuildResult:
-        """Compile a candidate in its own process. A source that builds nothing ahead of time (no
-        ``cpp_extension``, no Triton) skips that process: the candidate process imports it anyway and
-        reports import errors as compile errors, so the separate step would only cost a Python start.
-        With ``problem_id``, a source whose import compiled nothing is also built once as ModelNew(*init)
-        there (``harness.build.build``), for the extensions it compiles in its constructor."""
-        if not _builds_ahead(source):
-            return BuildResult(True, 0.0, "", False)
-        ext = self.extensions_dir(source)
-        marker = ext / ".built-ok"
-        if _filed(ext, marker):
-            return BuildResult(True, 0.0, "", True)
-        # One build per source at a time across evaluators and processes sharing the cache.
-        with _source_lock(ext):
-            if _filed(ext, marker):  # built by whoever held the lock before us
-                return BuildResult(True, 0.0, "", True)
-            _clear_torch_batons(ext)
-            return self._build_locked(source, ext, marker, problem_id)
-
-    def _policy(self, work: Path, ext: Path | None = None, writable: tuple[Path, ...] = ()) -> Policy:
-        """The sandbox of a process that runs candidate code (or a compiler on a candidate's flags): ``work`` and
-        ``ext`` writable and given to its uid; this evaluator's temporary root (the judge's and every other
-        candidate's folders) and the extensions cache (every other source's build) out of sight; the PCH folder
-        and compiler shims readable."""
-        uid = _sandbox_uid()
-        for d in (work, ext, *writable):
-            if d is not None:
-                own(d, uid)
-        pch = pch_dir()
-        if pch is not None:
-            pch.mkdir(parents=True, exist_ok=True)
-        return Policy(work=work, uid=uid, ext=ext, writable=writable, gpu=self.device != "cpu",
-                      hide=(self._tmp_root, self.cache_dir / "extensions"), needed=(pch,) if pch else (),
-                      tmp_bytes=self.settings.sandbox_tmp_bytes, shm_bytes=self.settings.sandbox_tmp_bytes)
+        """Compile a candidate in a sandboxed process of its own, or find its build cached (``Builder.build``)."""
+        return self._builder.build(source, problem_id)
 
     def build_many(self, sources: list[str], workers: int | None = None) -> list[BuildResult]:
-        """``build`` every source at once on the host's cores (``workers`` threads, default the CPUs
-        this process may use), in order; for scripts that compile everything before anything is timed."""
-        from concurrent.futures import ThreadPoolExecutor
+        """``build`` every source at once on the host's cores, in order (``Builder.build_many``)."""
+        return self._builder.build_many(sources, workers)
 
-        if not sources:
-            return []
-        with ThreadPoolExecutor(min(len(sources), workers or usable_cpus())) as pool:
-            return list(pool.map(self.build, sources))
-
-    def _build_locked(self, source: str, ext: Path, marker: Path, problem_id: str | None = None) -> BuildResult:
-        work = Path(tempfile.mkdtemp(prefix="build-", dir=self._tmp_root))
-        src_path = work / "candidate_src.py"
-        src_path.write_text(source)
-        args = [str(src_path)]
-        if problem_id is not None:
-            try:
-                (work / "problem_src.py").write_text(self._problem(problem_id).source(self.size))
-                args.append(str(work / "problem_src.py"))
-            except Exception:  # noqa: BLE001 - only a speed-up: the evaluation reports a missing problem itself
-                pass
-        env = _sandboxed_env(self.device, self.gpu_index, work)
-        env[BUILD_DEADLINE_ENV] = str(time.time() + 0.8 * self.settings.build_timeout_s)
-        env[PCH_REQUESTS_ENV] = str(work / "pch-requests.jsonl")
-        # The build imports the candidate: it runs sandboxed, with only its build folder and this source's own
-        # extensions folder writable (at EXT_MOUNT); what it leaves there is filed below by this process.
-        res = run_module("harness.build.build", args, cwd=work, env=env, sandbox=self._policy(work, ext),
-                         timeout_s=self.settings.build_timeout_s, max_file_bytes=self.settings.max_output_file_bytes,
-                         niceness=self.settings.build_niceness, memory_cap=self.settings.memory_limit_bytes)
-        own(ext, 0)
-        # A build process that ended after the import succeeded ended in the constructor run after it, which the
-        # evaluation runs again and reports: not a compile error.
-        imported = (work / IMPORTED_MARKER).exists()
-        self._make_missing_pchs(work / "pch-requests.jsonl")
-        shutil.rmtree(work, ignore_errors=True)
-        if res.timed_out:
-            return BuildResult(False, res.seconds, f"build exceeded {self.settings.build_timeout_s:.0f} s", False, True)
-        if res.memory_exceeded:
-            return BuildResult(False, res.seconds, f"the build used {res.memory_exceeded / 2**30:.1f} GiB of host memory, "
-                                                   "over the limit (EvalSettings.memory_limit_bytes)", False)
-        if res.returncode != 0 and not imported:
-            err = res.stderr_tail or res.stdout_tail or f"build process ended with {res.signal_name or res.returncode}"
-            return BuildResult(False, res.seconds, err, False)
-        # Filed by this process: the hash of every shared object the build left, checked before each later load.
-        marker.write_text(json.dumps({"built": datetime.now(UTC).isoformat(), "sha256": _file_hashes(ext)}))
-        return BuildResult(True, res.seconds, "", False)
-
-    def _make_missing_pchs(self, requests: Path) -> None:
-        """Make, in the background, the PCHs a sandboxed build missed, each in a sandbox of its own that no candidate
-        code runs in and that may write only that PCH's folder. Only flag sets for this evaluator's own compiler
-        shim are taken: the build chose the flags (they are part of the PCH's key), never the program."""
-        root = pch_dir()
-        shim = build_env(root, None).get("CXX") if root is not None else None
-        try:
-            lines = requests.read_text()[:65536].splitlines()[:4] if shim else []
-        except OSError:
-            return
-        for line in lines:
-            try:
-                req = json.loads(line)
-                cxx, cflags, post = str(req["cxx"]), str(req["cflags"]), str(req.get("post_cflags", ""))
-            except (ValueError, KeyError, TypeError):
-                continue
-            if shlex.split(cxx) != [shim]:
-                continue
-            key = (cxx, cflags, post)
-            with self._lock:
-                if key in self._pch_made:
-                    continue
-                self._pch_made.add(key)
-            threading.Thread(target=self._make_pch, args=(root, *key), daemon=True).start()
-
-    def _make_pch(self, root: Path, cxx: str, cflags: str, post: str) -> None:
-        plan = _pch_plan(root, cxx, cflags, post)
-        if plan is None:
-            return
-        d = plan[0]
-        if (d / "torch" / "extension.h.gch").is_file() or (d / "failed").exists():
-            return
-        if not d.exists():
-            _evict_pch_variants(root, MAX_PCH_VARIANTS - 1)
-        (d / "torch").mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix="pch-", dir=self._tmp_root))
-        timeout = self.settings.build_timeout_s / 3
-        try:
-            run_module("harness.build.build", ["--make-pch", str(root), cxx, cflags, post, str(timeout)], cwd=work,
-                       env=_sandboxed_env(self.device, self.gpu_index, work), sandbox=self._policy(work, writable=(d,)),
-                       timeout_s=timeout + 30, max_file_bytes=self.settings.max_output_file_bytes,
-                       niceness=self.settings.build_niceness, memory_cap=self.settings.memory_limit_bytes)
-        finally:
-            own(d, 0)
-            shutil.rmtree(work, ignore_errors=True)
-
-    # -- reference ----------------------------------------------------------------------------------
-    def _problem(self, problem_id: str) -> P.Problem:
-        return P.load(problem_id, self.problems_dir)
-
-    def _base_job(self, problem: P.Problem) -> JobSpec:
-        """What every process of this problem is told; seeds are added for the judge alone."""
-        return JobSpec(problem_id=problem.id, problem_source=problem.source(self.size), size=self.size,
-                       device=self.device, domains={k: str(v) for k, v in problem.meta.domains.items()},
-                       settings=self.settings)
-
+    # -- judges (harness.judges) --------------------------------------------------------------------
     def judge(self, problem: P.Problem) -> _JudgeHandle:
-        """The running judge of ``problem``, started (seeds drawn now, reference built) on first use. At most
-        ``settings.max_judges`` run at once: the least recently used one ends first, and its expected
-        outputs with it."""
-        with self._lock:
-            lock = self._ref_locks.setdefault(problem.id, threading.Lock())
-        with lock:
-            with self._lock:
-                handle = self._judges.get(problem.id)
-                if handle is not None and handle.alive():
-                    self._judges.move_to_end(problem.id)
-                    return handle
-                if handle is not None:
-                    del self._judges[problem.id]
-            handle = self._start_judge(problem)
-            with self._lock:
-                self._judges[problem.id] = handle
-                old = []
-                while len(self._judges) > self.settings.max_judges:
-                    old.append(self._judges.popitem(last=False)[1])
-            for h in old:
-                with h.lock:
-                    h.close()
-            return handle
-
-    def _fresh_seeds(self) -> dict:
-        """Seeds drawn now, by this process, for one candidate's trials, timing sets, perturbation and construction."""
-        n_seeds = seeds_needed(self.settings.verified_base_trials, self.settings.verified_adversarial_trials) \
-            + self.settings.timing_input_sets
-        return {"fresh_seeds": [secrets.randbelow(2**31 - 1) for _ in range(n_seeds)],
-                "perturb_seed": secrets.randbelow(2**31 - 1)}
-
-    def _start_clock_peer(self) -> tuple[tuple[Child, Path], socket.socket]:
-        """The judge's calibration peer (``harness.candidate.clock_peer``), sandboxed as a candidate's evaluation is, on the same
-        device; returns it and the socket end the judge gets. Its folder is deleted with it."""
-        work = Path(tempfile.mkdtemp(prefix="clock-peer-", dir=self._tmp_root))
-        ours, theirs = socket.socketpair()
-        try:
-            child = spawn_module("harness.candidate.clock_peer", [str(theirs.fileno())], cwd=work,
-                                 env=_sandboxed_env(self.device, self.gpu_index, work), max_file_bytes=2**30,
-                                 pass_fds=(theirs.fileno(),), die_with_parent=False, sandbox=self._policy(work))
-        except BaseException:
-            ours.close()
-            shutil.rmtree(work, ignore_errors=True)
-            raise
-        finally:
-            theirs.close()
-        return (child, work), ours
-
-    def _start_judge(self, problem: P.Problem) -> _JudgeHandle:
-        job = self._base_job(problem).model_copy(update=self._fresh_seeds())
-        work = Path(tempfile.mkdtemp(prefix="judge-", dir=self._tmp_root))
-        mine, theirs = socket.socketpair()
-        peer_args, peer_fds, peer = [], [], None
-        try:
-            if self.settings.witness_calibration == "peer":
-                peer, judge_end = self._start_clock_peer()
-                peer_args, peer_fds = [str(judge_end.fileno())], [judge_end]
-            # Not tied to the starting thread's life (PR_SET_PDEATHSIG would end it with a pool thread):
-            # it ends when its control connection closes, which the kernel does when this process dies.
-            child = spawn_module("harness.judge.judge", [str(theirs.fileno()), *peer_args], cwd=work,
-                                 env=_judge_env(self.cache_dir, self.device, self.gpu_index),
-                                 max_file_bytes=2**40,  # its shared buffer grows past 2 GiB
-                                 pass_fds=(theirs.fileno(), *(f.fileno() for f in peer_fds)), die_with_parent=False)
-        except BaseException:
-            if peer is not None:
-                _end_child(peer)
-            raise
-        finally:
-            theirs.close()
-            for f in peer_fds:
-                f.close()
-        conn = Conn(mine)
-        try:
-            conn.send("job", job.model_dump(mode="json"))
-            kind, payload = conn.recv(timeout=self.settings.reference_timeout_s)
-        except WireError as exc:
-            kind, payload = "failed", f"{exc}"
-        if kind != "ready":
-            kill_group(child.proc)
-            child.proc.wait()
-            conn.close()
-            if peer is not None:
-                _end_child(peer)
-            err = tail(child.err_path, 2000)
-            shutil.rmtree(work, ignore_errors=True)
-            raise RuntimeError(f"reference for {problem.id} failed: {payload or ''} {err}".strip())
-        return _JudgeHandle(problem.id, child, conn, (payload or {}).get("environment") or {}, work, peer)
+        """The running judge of ``problem``, started on first use (``JudgePool.judge``)."""
+        return self._judges.judge(problem)
 
     def prepare(self, problem_id: str) -> bool:
-        """Compute (or find) a problem's reference outputs now, so a later ``evaluate`` of it skips that
-        step. A pool calls it while candidates are still compiling, when the GPU would sit idle. False
-        when that failed: the evaluation then tries again and reports the failure to its candidate."""
-        try:
-            self.judge(self._problem(problem_id))
-        except Exception:  # noqa: BLE001 - reported by the evaluation that needs it
-            return False
-        return True
+        """Start a problem's judge (its reference outputs) ahead of its first evaluation; False when that failed
+        (``JudgePool.prepare``)."""
+        return self._judges.prepare(problem_id)
 
     # -- evaluation ---------------------------------------------------------------------------------
     def evaluate(self, source: str, problem_id: str, protocols: list[str | Protocol] | None = None,
                  build: BuildResult | None = None) -> Evaluation:
         """Measure and score. ``build``: the result of an ``Evaluator.build`` already run for this source
         (a pool builds ahead of evaluation); without it the build runs here, or hits the cache."""
-        problem = self._problem(problem_id)
+        problem = self._setup.problem(problem_id)
         record = self.measure(source, problem, build)
         chosen = protocols or list(PROTOCOLS)
         results = {}
@@ -554,6 +182,87 @@ class Evaluator:
             self._check_shapes(record, source, problem, built)
         record.eval_seconds = time.perf_counter() - started
         return record
+
+    # -- the candidate process (harness.workers), its record (harness.assemble) ---------------------
+    def _measure_with(self, judge: _JudgeHandle, record: MeasurementRecord, source: str, problem: P.Problem,
+                      ext: Path) -> None:
+        spare = self._workers.take_spare()
+        slot = spare.slot if spare is not None else self._workers.new_slot()
+        record.worker_prespawned = spare is not None
+        # The candidate's own copy of its build, at the path its build wrote (nothing it does there reaches the cache).
+        with _source_lock(ext):
+            _copy_build(ext, slot.policy.ext, slot.policy.uid)
+        nonce = secrets.token_hex(16)
+        # The candidate's job holds no seed, no perturbation and no expected output: those stay in the judge.
+        job = self._setup.base_job(problem).model_copy(update=dict(
+            candidate_source=source, candidate_hash=record.candidate_hash, work_dir=str(slot.work),
+            extensions_dir=EXT_MOUNT, result_fd=slot.write_fd, judge_fd=slot.cand_sock.fileno(), nonce=nonce))
+        job_line = (job.model_dump_json() + "\n").encode()  # through the worker's stdin, never a file
+        try:  # every candidate its own seeds, told to the judge alone
+            judge.conn.send("serve", self._judges.fresh_seeds(), fds=[slot.judge_sock.fileno()])
+        except WireError as exc:
+            self._judges.drop(judge)
+            if spare is not None:
+                spare.discard()
+            else:
+                slot.close_fds()
+            raise HarnessError(f"the judge of {problem.id} is gone: {exc}") from exc
+        slot.judge_sock.close()
+        messages: list[dict] = []
+        breaches: list[str] = []
+        t = {"thread": None}
+
+        def on_start(proc, deadline):
+            th = threading.Thread(target=read_reports, args=(slot, nonce, messages, breaches), daemon=True)
+            th.start()
+            t["thread"] = th
+            if self.settings.prespawns():  # the next candidate's process imports torch while this one runs
+                self._workers.refill_spares()
+
+        t_worker = time.perf_counter()
+        timeout_s = self.settings.eval_timeout_s + (self.settings.build_timeout_s if _builds_ahead(source) else 0.0)
+        cap = self._workers.memory_cap()
+        if spare is not None:
+            try:
+                spare.child.proc.stdin.write(job_line)
+                spare.child.proc.stdin.close()
+            except OSError:  # it died just now: its socket end is gone with it, the judge session ends
+                spare.discard()
+                raise HarnessError("a pre-started candidate process died before its job") from None
+            # Its clock starts now, at the job, not when it was started.
+            res = wait_child(spare.child, timeout_s, on_start, started=t_worker, memory_cap=cap)
+        else:
+            child = self._workers.spawn(slot, "--job-on-stdin")
+            try:
+                child.proc.stdin.write(job_line)
+                child.proc.stdin.close()
+            except OSError:
+                pass  # it died at start: wait_child reports how
+            res = wait_child(child, timeout_s, on_start, started=t_worker, memory_cap=cap)
+        if t["thread"] is not None:
+            t["thread"].join(timeout=10)
+        try:
+            kind, verdicts = judge.conn.recv(timeout=120)
+        except WireError as exc:
+            self._judges.drop(judge)
+            raise HarnessError(f"the judge of {problem.id} did not report: {exc}") from exc
+        if kind != "result" or not isinstance(verdicts, dict) or verdicts.get("harness_error"):
+            self._judges.drop(judge)
+            raise HarnessError(str((verdicts or {}).get("harness_error") if isinstance(verdicts, dict) else verdicts))
+        if breaches:  # reports the worker never sends reached the parent: tampering with the result pipe
+            record.guards.append(outcome("judge_protocol", False, detail=(
+                f"the candidate process sent the evaluator {len(breaches)} malformed report(s): {breaches[0]}")[:1000]))
+        assemble(record, messages, res, verdicts)
+        record.phase_seconds.update(phase_durations(messages, t_worker, t_worker + res.seconds))
+        spent = verdicts.get("seconds")
+        if isinstance(spent, dict):  # the judge's side of the same phases: where a slow evaluation's time went
+            record.phase_seconds.update({f"judge_{k}": float(v) for k, v in spent.items()
+                                         if isinstance(v, (int, float)) and k.isidentifier()})
+        record.stdout_tail = (res.stdout_tail or "")[-2000:]
+        if record.status in ("compile_error", "runtime_error") and _disk_full(record.error or "", slot.work):
+            raise HarnessError(f"the evaluation ran out of disk (not the candidate's fault): {(record.error or '')[-500:]}")
+        if not self.keep_temp:
+            shutil.rmtree(slot.work, ignore_errors=True)
 
     # -- extra shapes (harness.scoring.shapes) ------------------------------------------------------------------
     def _shape_evaluator(self) -> Evaluator:
@@ -603,203 +312,6 @@ class Evaluator:
         record.shapes.sort(key=lambda s: int(s.name.removeprefix("shape")))
         record.shape_specialised = shapes.specialised(record)
         record.phase_seconds["shapes"] = time.perf_counter() - t0
-
-    def _measure_with(self, judge: _JudgeHandle, record: MeasurementRecord, source: str, problem: P.Problem,
-                      ext: Path) -> None:
-        spare = self._take_spare()
-        slot = spare.slot if spare is not None else self._new_slot()
-        record.worker_prespawned = spare is not None
-        # The candidate's own copy of its build, at the path its build wrote (nothing it does there reaches the cache).
-        with _source_lock(ext):
-            _copy_build(ext, slot.policy.ext, slot.policy.uid)
-        nonce = secrets.token_hex(16)
-        # The candidate's job holds no seed, no perturbation and no expected output: those stay in the judge.
-        job = self._base_job(problem).model_copy(update=dict(
-            candidate_source=source, candidate_hash=record.candidate_hash, work_dir=str(slot.work),
-            extensions_dir=EXT_MOUNT, result_fd=slot.write_fd, judge_fd=slot.cand_sock.fileno(), nonce=nonce))
-        job_line = (job.model_dump_json() + "\n").encode()  # through the worker's stdin, never a file
-        try:  # every candidate its own seeds, told to the judge alone
-            judge.conn.send("serve", self._fresh_seeds(), fds=[slot.judge_sock.fileno()])
-        except WireError as exc:
-            self._drop_judge(judge)
-            if spare is not None:
-                spare.discard()
-            else:
-                slot.close_fds()
-            raise HarnessError(f"the judge of {problem.id} is gone: {exc}") from exc
-        slot.judge_sock.close()
-        messages: list[dict] = []
-        breaches: list[str] = []
-
-        def reader(proc, deadline):
-            os.close(slot.write_fd)
-            slot.cand_sock.close()  # only the candidate process holds its end now: its death is the judge's EOF
-            buf, skipping = b"", False
-            with os.fdopen(slot.read_fd, "rb", buffering=0) as f:
-                while True:
-                    chunk = f.read(65536)
-                    if not chunk:
-                        break
-                    buf += chunk
-                    if len(buf) > MAX_REPORT_BYTES and b"\n" not in buf:  # one line past the bound: dropped whole
-                        breaches.append(f"a report line over {MAX_REPORT_BYTES} bytes")
-                        buf, skipping = b"", True
-                        continue
-                    while b"\n" in buf:
-                        line, buf = buf.split(b"\n", 1)
-                        if skipping:  # the tail of a dropped line
-                            skipping = False
-                            continue
-                        try:
-                            msg = json.loads(line)
-                        except (ValueError, RecursionError):  # not JSON, too deep, a number too long to parse
-                            continue
-                        if isinstance(msg, dict) and msg.get("nonce") == nonce:
-                            # validated on arrival: a report the worker never sends is a breach, not a crash here
-                            try:
-                                payload = M.report(msg.get("kind"), msg.get("payload"))
-                            except M.ProtocolBreach as exc:
-                                breaches.append(str(exc))
-                                continue
-                            messages.append({"kind": msg["kind"], "payload": payload,
-                                             "received_at": time.perf_counter()})  # parent clock: phase durations
-
-        t = {"thread": None}
-
-        def on_start(proc, deadline):
-            th = threading.Thread(target=reader, args=(proc, deadline), daemon=True)
-            th.start()
-            t["thread"] = th
-            if self.settings.prespawns():  # the next candidate's process imports torch while this one runs
-                self._refill_spare()
-
-        t_worker = time.perf_counter()
-        timeout_s = self.settings.eval_timeout_s + (self.settings.build_timeout_s if _builds_ahead(source) else 0.0)
-        cap = self._memory_cap()
-        if spare is not None:
-            try:
-                spare.child.proc.stdin.write(job_line)
-                spare.child.proc.stdin.close()
-            except OSError:  # it died just now: its socket end is gone with it, the judge session ends
-                spare.discard()
-                raise HarnessError("a pre-started candidate process died before its job") from None
-            # Its clock starts now, at the job, not when it was started.
-            res = wait_child(spare.child, timeout_s, on_start, started=t_worker, memory_cap=cap)
-        else:
-            child = self._spawn_worker(slot, "--job-on-stdin")
-            try:
-                child.proc.stdin.write(job_line)
-                child.proc.stdin.close()
-            except OSError:
-                pass  # it died at start: wait_child reports how
-            res = wait_child(child, timeout_s, on_start, started=t_worker, memory_cap=cap)
-        if t["thread"] is not None:
-            t["thread"].join(timeout=10)
-        try:
-            kind, verdicts = judge.conn.recv(timeout=120)
-        except WireError as exc:
-            self._drop_judge(judge)
-            raise HarnessError(f"the judge of {problem.id} did not report: {exc}") from exc
-        if kind != "result" or not isinstance(verdicts, dict) or verdicts.get("harness_error"):
-            self._drop_judge(judge)
-            raise HarnessError(str((verdicts or {}).get("harness_error") if isinstance(verdicts, dict) else verdicts))
-        if breaches:  # reports the worker never sends reached the parent: tampering with the result pipe
-            record.guards.append(outcome("judge_protocol", False, detail=(
-                f"the candidate process sent the evaluator {len(breaches)} malformed report(s): {breaches[0]}")[:1000]))
-        assemble(record, messages, res, verdicts)
-        record.phase_seconds.update(phase_durations(messages, t_worker, t_worker + res.seconds))
-        spent = verdicts.get("seconds")
-        if isinstance(spent, dict):  # the judge's side of the same phases: where a slow evaluation's time went
-            record.phase_seconds.update({f"judge_{k}": float(v) for k, v in spent.items()
-                                         if isinstance(v, (int, float)) and k.isidentifier()})
-        record.stdout_tail = (res.stdout_tail or "")[-2000:]
-        if record.status in ("compile_error", "runtime_error") and _disk_full(record.error or "", slot.work):
-            raise HarnessError(f"the evaluation ran out of disk (not the candidate's fault): {(record.error or '')[-500:]}")
-        if not self.keep_temp:
-            shutil.rmtree(slot.work, ignore_errors=True)
-
-    def _drop_judge(self, judge: _JudgeHandle) -> None:
-        with self._lock:
-            if self._judges.get(judge.problem_id) is judge:
-                del self._judges[judge.problem_id]
-        judge.close()
-
-    # -- candidate processes, fresh or pre-started ------------------------------------------------
-    def _new_slot(self) -> _Slot:
-        read_fd, write_fd = os.pipe()
-        cand, judge = socket.socketpair()
-        cand.set_inheritable(True)
-        work = Path(tempfile.mkdtemp(prefix="cand-", dir=self._tmp_root))
-        (work / "kv-ext").mkdir()
-        return _Slot(work, read_fd, write_fd, cand, judge, self._policy(work, work / "kv-ext"))
-
-    def _memory_cap(self) -> int:
-        return self.settings.memory_limit_bytes or default_memory_limit()
-
-    def _spawn_worker(self, slot: _Slot, mode: str) -> Child:
-        """A sandboxed candidate process on ``slot``: it reads its job from stdin (``--job-on-stdin``), or imports
-        torch and the harness first and then waits for it (``--spare``)."""
-        # A pre-started one outlives the thread that started it (a pool thread may end first): it ends when its stdin
-        # closes, which the kernel does when this process dies.
-        spare = mode == "--spare"
-        policy = dataclasses.replace(slot.policy, die_with_parent=not spare)
-        return spawn_module("harness.candidate.worker", [mode], cwd=slot.work, sandbox=policy, memory_cap=self._memory_cap(),
-                            env=_sandboxed_env(self.device, self.gpu_index, slot.work), die_with_parent=not spare,
-                            max_file_bytes=self.settings.max_output_file_bytes,
-                            pass_fds=(slot.write_fd, slot.cand_sock.fileno()), stdin_pipe=True)
-
-    def _refill_spare(self) -> None:
-        """Start workers that import torch and the harness, then wait on stdin for their jobs, until
-        ``settings.spare_workers`` wait. More than one: a short evaluation (~4 s at full size) ends before one
-        spare's imports do (~8 s on the H200 host), so with one the next candidate often waited for it anyway.
-        Started from the measuring thread: a child's PR_SET_PDEATHSIG follows the thread that forked it."""
-        while True:
-            with self._lock:
-                if len(self._spares) >= self.settings.spare_workers:
-                    return
-            try:
-                slot = self._new_slot()
-            except OSError:  # the evaluator is closing: its temporary root is gone
-                return
-            try:
-                child = self._spawn_worker(slot, "--spare")
-            except OSError:
-                slot.close_fds()
-                shutil.rmtree(slot.work, ignore_errors=True)
-                return
-            spare = _Spare(child, slot)
-            with self._lock:
-                keep = len(self._spares) < self.settings.spare_workers
-                if keep:
-                    self._spares.append(spare)
-            if not keep:  # another thread refilled meanwhile
-                spare.discard()
-                return
-
-    def _take_spare(self) -> _Spare | None:
-        while True:
-            with self._lock:
-                spare = self._spares.pop(0) if self._spares else None
-            if spare is None:
-                return None
-            if spare.child.proc.poll() is None:
-                return spare
-            spare.discard()  # died while waiting (killed, or its thread ended): the next one, if any
-
-    def _discard_spare(self) -> None:
-        with self._lock:
-            spares, self._spares = self._spares, []
-        for spare in spares:
-            spare.discard()
-
-
-MAX_REPORT_BYTES = 64 * 2**20  # one report line from a candidate process (timing samples are the longest)
-
-
-def _close_all(judges: dict) -> None:
-    for h in list(judges.values()):
-        h.close()
-    judges.clear()
 
 
 def _disk_full(error: str, where: Path) -> bool:

@@ -542,7 +542,7 @@ def test_a_judge_dying_mid_evaluation_is_a_harness_error_and_the_next_evaluation
     import threading
 
     ev.evaluate(HONEST, RELU)  # the judge of this problem is running
-    judge = ev._judges[RELU]
+    judge = ev._judges.running[RELU]
     slow = HONEST.replace("return torch.relu(x)", "import time; time.sleep(3); return torch.relu(x)")
     threading.Timer(1.5, lambda: os.kill(judge.child.proc.pid, 9)).start()
     with pytest.raises(harness.HarnessError):
@@ -673,13 +673,13 @@ def test_a_stale_build_still_rebuilds_in_the_candidate_process(tmp_path):
 
 def test_a_build_folder_belongs_to_one_build_environment(tmp_path, monkeypatch):
     """A cache shared by two venvs (or kept across a torch upgrade) must not hand one the other's build."""
-    from harness import runner
+    from harness import builder
 
     src = "import torch\nclass ModelNew(torch.nn.Module):\n    pass\n"
     with harness.Evaluator("cpu", "small", settings=SETTINGS, cache_dir=tmp_path) as e:
         here = e.extensions_dir(src)
         assert e.extensions_dir(src) == here
-        monkeypatch.setattr(runner, "_build_environment", lambda: "\0/another/venv/bin/python")
+        monkeypatch.setattr(builder, "_build_environment", lambda: "\0/another/venv/bin/python")
         assert e.extensions_dir(src) != here
 
 
@@ -782,7 +782,7 @@ def _judge_for(settings):
     from problems import load
 
     with harness.Evaluator("cpu", "small", settings=settings) as e:
-        job = e._base_job(load(RELU)).model_copy(update={"fresh_seeds": list(range(1, 40)), "perturb_seed": 7})
+        job = e._setup.base_job(load(RELU)).model_copy(update={"fresh_seeds": list(range(1, 40)), "perturb_seed": 7})
     return Judge(job)
 
 
@@ -790,11 +790,11 @@ def test_a_judge_keeps_no_shared_buffer_of_a_finished_evaluation(ev):
     """Each evaluation's shared buffer (a memfd as large as its inputs and output: GiBs at full size) must go with
     it; a judge serves every candidate of its problem, and each one's buffer stayed open until the judge ended."""
     ev.evaluate(HONEST, RELU)
-    pid = ev._judges[RELU].child.proc.pid
+    pid = ev._judges.running[RELU].child.proc.pid
     before = sorted(os.listdir(f"/proc/{pid}/fd"))
     for _ in range(3):
         ev.evaluate(HONEST, RELU)
-    assert ev._judges[RELU].child.proc.pid == pid
+    assert ev._judges.running[RELU].child.proc.pid == pid
     memfds = [f for f in os.listdir(f"/proc/{pid}/fd") if "kv-shm" in os.readlink(f"/proc/{pid}/fd/{f}")]
     assert len(memfds) == 0 and len(os.listdir(f"/proc/{pid}/fd")) <= len(before)
 

@@ -20,7 +20,8 @@ from pathlib import Path
 HARNESS = Path(__file__).resolve().parents[1] / "harness"
 DOMAINS = ("candidate", "build", "judge", "wire", "measure", "scoring", "sandbox")
 PARENT = "parent"  # the modules directly in harness/
-PARENT_MODULES = {"__init__", "runner", "builds", "assemble", "eval", "errors", "device_check", "host_peaks", "roofline_bound"}
+PARENT_MODULES = {"__init__", "runner", "children", "builder", "builds", "judges", "workers", "assemble", "eval", "errors",
+                  "device_check", "host_peaks", "roofline_bound"}
 
 ALLOWED: dict[str, set[str]] = {
     "candidate": {"candidate", "wire", "measure"},

@@ -33,7 +33,7 @@ def test_spare_workers_run_candidates_with_the_same_verdicts(tmp_path):
         hack = ev.evaluate(IDENTITY, "level1/19_ReLU")
         forged = ev.evaluate(FORGE, "level1/19_ReLU")
         honest_again = ev.evaluate(HONEST + "\n# again\n", "level1/19_ReLU")
-        spare_pids = [sp.child.proc.pid for sp in ev._spares]
+        spare_pids = [sp.child.proc.pid for sp in ev._workers.spares]
         assert len(spare_pids) == settings.spare_workers == 2 and all(_alive(p) for p in spare_pids)
     assert not first.record.worker_prespawned  # nothing was started before the first
     assert hack.record.worker_prespawned and forged.record.worker_prespawned and honest_again.record.worker_prespawned
@@ -47,7 +47,7 @@ def test_a_spare_that_died_is_replaced_by_a_fresh_process(tmp_path):
     settings = EvalSettings(prespawn_worker=True, **QUICK)
     with harness.Evaluator("cpu", "small", settings=settings, cache_dir=tmp_path) as ev:
         ev.evaluate(HONEST, "level1/19_ReLU")
-        for sp in ev._spares:
+        for sp in ev._workers.spares:
             sp.child.proc.kill()
             sp.child.proc.wait()
         r = ev.evaluate(HONEST + "\n# after the kill\n", "level1/19_ReLU")
@@ -62,7 +62,7 @@ def test_spare_is_off_by_default_on_a_small_host(tmp_path, monkeypatch):
     with harness.Evaluator("cpu", "small", settings=EvalSettings(**QUICK), cache_dir=tmp_path) as ev:
         a = ev.evaluate(HONEST, "level1/19_ReLU")
         b = ev.evaluate(HONEST + "\n# b\n", "level1/19_ReLU")
-        assert ev._spares == []
+        assert ev._workers.spares == []
     assert not a.record.worker_prespawned and not b.record.worker_prespawned
 
 

@@ -60,7 +60,7 @@ class ModelNew(nn.Module):
 
 
 def _judge_pid(ev) -> int:
-    return ev._judges[RELU].child.proc.pid
+    return ev._judges.running[RELU].child.proc.pid
 
 
 def _breach(r) -> str:
@@ -136,7 +136,7 @@ def test_a_baseline_request_stops_when_the_candidate_process_is_gone():
     from problems import load
 
     with harness.Evaluator("cpu", "small", settings=SETTINGS) as e:
-        job = e._base_job(load(RELU)).model_copy(update={"fresh_seeds": list(range(1, 40)), "perturb_seed": 7})
+        job = e._setup.base_job(load(RELU)).model_copy(update={"fresh_seeds": list(range(1, 40)), "perturb_seed": 7})
     judge = Judge(job)
     ours, theirs = socket.socketpair()
     session = Session(judge, Conn(ours))

@@ -29,7 +29,7 @@ through ``harness/build/compile_launcher.py`` (``CXX`` and ``PYTORCH_NVCC`` name
   and the candidate's ``use_pch`` flag is left alone.
 * Who makes it: a sandboxed build (``KV_PCH_REQUESTS`` set, the PCH folder read-only to it) only looks a PCH up
   and lists the flags it missed in that file; the evaluator makes the missing ones afterwards in a sandbox of their
-  own where no candidate code runs (``harness.runner``, filed by ``harness.builds``). Elsewhere (a trusted in-process build):
+  own where no candidate code runs (``harness.builder``, filed by ``harness.builds``). Elsewhere (a trusted in-process build):
 * Scope: Linux, GCC, the ``main.cpp`` of C++ and CUDA extensions (not SYCL). The first build that
   needs a PCH starts a detached process to make it (one at a time: a non-blocking file lock, handed
   to that process) and, by default, compiles without it, as does every build until it is ready.

@@ -1,0 +1,197 @@
+"""The running judges of one Evaluator (``harness.judge.judge``), one per problem: each started on first use with
+seeds drawn then, holding that problem's reference outputs; at most ``settings.max_judges`` at once, the least
+recently used ending first. Every candidate's own seeds are drawn here too, for the judge alone."""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import threading
+import weakref
+from collections import OrderedDict
+from pathlib import Path
+
+import problems as P
+
+from .children import Setup, _child_env
+from .judge.inputs import seeds_needed
+from .sandbox import Child, kill_group, spawn_module, tail
+from .wire.conn import Conn, WireError
+
+
+def _judge_env(cache_dir: Path, device: str, gpu_index: int | None) -> dict[str, str]:
+    """The judge's environment: torch.compile's caches (Inductor's FX graphs and kernels, Triton's binaries) in folders
+    of this evaluator's cache, which only trusted processes write, so a second or resumed sweep compiles the baseline
+    of a problem it has seen from the cache instead of from scratch."""
+    env = _child_env(cache_dir / "extensions" / "_reference", device, gpu_index)
+    env.update(TORCHINDUCTOR_CACHE_DIR=str(cache_dir / "inductor"), TRITON_CACHE_DIR=str(cache_dir / "triton"))
+    return env
+
+
+def _end_child(helper: tuple[Child, Path]) -> None:
+    """End a helper process of the harness's own (the clock peer) and delete its folder."""
+    child, work = helper
+    with contextlib.suppress(Exception):
+        child.proc.wait(timeout=5)
+    child.end()
+    shutil.rmtree(work, ignore_errors=True)
+
+
+class _JudgeHandle:
+    """A running judge (``harness.judge.judge``) for one problem: its process and the control connection."""
+
+    def __init__(self, problem_id: str, child: Child, conn: Conn, environment: dict, work: Path,
+                 peer: tuple[Child, Path] | None = None) -> None:
+        self.problem_id, self.child, self.conn, self.environment, self.work = problem_id, child, conn, environment, work
+        self.peer = peer  # its calibration peer (harness.candidate.clock_peer), ended with it
+        self.lock = threading.Lock()
+
+    def alive(self) -> bool:
+        return self.child.proc.poll() is None
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.conn.send("close")
+        try:
+            self.child.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        kill_group(self.child.proc)
+        self.child.proc.wait()
+        self.conn.close()
+        if self.peer is not None:  # it ends by itself once the judge is gone; this collects it
+            _end_child(self.peer)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+def _close_all(judges: dict) -> None:
+    for h in list(judges.values()):
+        h.close()
+    judges.clear()
+
+
+class JudgePool:
+    """One Evaluator's judges, by problem id (``Evaluator.judge`` and ``prepare`` are this)."""
+
+    def __init__(self, setup: Setup) -> None:
+        self.setup = setup
+        self.running: OrderedDict[str, _JudgeHandle] = OrderedDict()  # least recently used first
+        self._lock = threading.Lock()
+        self._ref_locks: dict[str, threading.Lock] = {}
+        # Also when an evaluator nobody closed is collected or the interpreter exits.
+        self._finalize = weakref.finalize(self, _close_all, self.running)
+
+    def close(self) -> None:
+        self._finalize()
+
+    def judge(self, problem: P.Problem) -> _JudgeHandle:
+        """The running judge of ``problem``, started (seeds drawn now, reference built) on first use. At most
+        ``settings.max_judges`` run at once: the least recently used one ends first, and its expected
+        outputs with it."""
+        with self._lock:
+            lock = self._ref_locks.setdefault(problem.id, threading.Lock())
+        with lock:
+            with self._lock:
+                handle = self.running.get(problem.id)
+                if handle is not None and handle.alive():
+                    self.running.move_to_end(problem.id)
+                    return handle
+                if handle is not None:
+                    del self.running[problem.id]
+            handle = self._start_judge(problem)
+            with self._lock:
+                self.running[problem.id] = handle
+                old = []
+                while len(self.running) > self.setup.settings.max_judges:
+                    old.append(self.running.popitem(last=False)[1])
+            for h in old:
+                with h.lock:
+                    h.close()
+            return handle
+
+    def prepare(self, problem_id: str) -> bool:
+        """Compute (or find) a problem's reference outputs now, so a later ``evaluate`` of it skips that
+        step. A pool calls it while candidates are still compiling, when the GPU would sit idle. False
+        when that failed: the evaluation then tries again and reports the failure to its candidate."""
+        try:
+            self.judge(self.setup.problem(problem_id))
+        except Exception:  # noqa: BLE001 - reported by the evaluation that needs it
+            return False
+        return True
+
+    def drop(self, judge: _JudgeHandle) -> None:
+        """End a judge that failed, so its problem's next evaluation starts a fresh one."""
+        with self._lock:
+            if self.running.get(judge.problem_id) is judge:
+                del self.running[judge.problem_id]
+        judge.close()
+
+    def fresh_seeds(self) -> dict:
+        """Seeds drawn now, by this process, for one candidate's trials, timing sets, perturbation and construction."""
+        settings = self.setup.settings
+        n_seeds = seeds_needed(settings.verified_base_trials, settings.verified_adversarial_trials) \
+            + settings.timing_input_sets
+        return {"fresh_seeds": [secrets.randbelow(2**31 - 1) for _ in range(n_seeds)],
+                "perturb_seed": secrets.randbelow(2**31 - 1)}
+
+    def _start_clock_peer(self) -> tuple[tuple[Child, Path], socket.socket]:
+        """The judge's calibration peer (``harness.candidate.clock_peer``), sandboxed as a candidate's evaluation is, on the same
+        device; returns it and the socket end the judge gets. Its folder is deleted with it."""
+        work = Path(tempfile.mkdtemp(prefix="clock-peer-", dir=self.setup.tmp_root))
+        ours, theirs = socket.socketpair()
+        try:
+            child = spawn_module("harness.candidate.clock_peer", [str(theirs.fileno())], cwd=work,
+                                 env=self.setup.sandboxed_env(work), max_file_bytes=2**30,
+                                 pass_fds=(theirs.fileno(),), die_with_parent=False, sandbox=self.setup.policy(work))
+        except BaseException:
+            ours.close()
+            shutil.rmtree(work, ignore_errors=True)
+            raise
+        finally:
+            theirs.close()
+        return (child, work), ours
+
+    def _start_judge(self, problem: P.Problem) -> _JudgeHandle:
+        setup = self.setup
+        job = setup.base_job(problem).model_copy(update=self.fresh_seeds())
+        work = Path(tempfile.mkdtemp(prefix="judge-", dir=setup.tmp_root))
+        mine, theirs = socket.socketpair()
+        peer_args, peer_fds, peer = [], [], None
+        try:
+            if setup.settings.witness_calibration == "peer":
+                peer, judge_end = self._start_clock_peer()
+                peer_args, peer_fds = [str(judge_end.fileno())], [judge_end]
+            # Not tied to the starting thread's life (PR_SET_PDEATHSIG would end it with a pool thread):
+            # it ends when its control connection closes, which the kernel does when this process dies.
+            child = spawn_module("harness.judge.judge", [str(theirs.fileno()), *peer_args], cwd=work,
+                                 env=_judge_env(setup.cache_dir, setup.device, setup.gpu_index),
+                                 max_file_bytes=2**40,  # its shared buffer grows past 2 GiB
+                                 pass_fds=(theirs.fileno(), *(f.fileno() for f in peer_fds)), die_with_parent=False)
+        except BaseException:
+            if peer is not None:
+                _end_child(peer)
+            raise
+        finally:
+            theirs.close()
+            for f in peer_fds:
+                f.close()
+        conn = Conn(mine)
+        try:
+            conn.send("job", job.model_dump(mode="json"))
+            kind, payload = conn.recv(timeout=setup.settings.reference_timeout_s)
+        except WireError as exc:
+            kind, payload = "failed", f"{exc}"
+        if kind != "ready":
+            kill_group(child.proc)
+            child.proc.wait()
+            conn.close()
+            if peer is not None:
+                _end_child(peer)
+            err = tail(child.err_path, 2000)
+            shutil.rmtree(work, ignore_errors=True)
+            raise RuntimeError(f"reference for {problem.id} failed: {payload or ''} {err}".strip())
+        return _JudgeHandle(problem.id, child, conn, (payload or {}).get("environment") or {}, work, peer)
