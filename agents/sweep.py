@@ -285,7 +285,9 @@ def make_executor(config: SweepConfig) -> Executor:
     common = dict(settings=config.eval_settings_obj(), problems_dir=config.problems_dir, protocols=config.protocols)
     if config.executor == "local":
         return LocalExecutor(config.device or "cpu", config.size or "small", gpus=config.gpus,
-                             build_workers=config.build_workers, **common)
+                             build_workers=config.build_workers,
+                             timeline_path=Path(config.run_dir) / "timeline.jsonl" if config.run_dir else None,
+                             **common)
     try:
         from .ray_executor import RayExecutor
 

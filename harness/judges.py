@@ -13,11 +13,13 @@ import tempfile
 import threading
 import weakref
 from collections import OrderedDict
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 import problems as P
 
 from .children import Setup, _child_env
+from .judge.gate import GATE_ENV
 from .judge.inputs import seeds_needed
 from .sandbox import Child, kill_group, spawn_module, tail
 from .wire.conn import Conn, WireError
@@ -26,9 +28,14 @@ from .wire.conn import Conn, WireError
 def _judge_env(cache_dir: Path, device: str, gpu_index: int | None) -> dict[str, str]:
     """The judge's environment: torch.compile's caches (Inductor's FX graphs and kernels, Triton's binaries) in folders
     of this evaluator's cache, which only trusted processes write, so a second or resumed sweep compiles the baseline
-    of a problem it has seen from the cache instead of from scratch."""
+    of a problem it has seen from the cache instead of from scratch; and its device's timing gate
+    (``harness.judge.gate``), a file there too, so that judges of one device take turns between timing and preparing
+    (whichever evaluator or process they belong to)."""
     env = _child_env(cache_dir / "extensions" / "_reference", device, gpu_index)
-    env.update(TORCHINDUCTOR_CACHE_DIR=str(cache_dir / "inductor"), TRITON_CACHE_DIR=str(cache_dir / "triton"))
+    gates = cache_dir / "gates"
+    gates.mkdir(parents=True, exist_ok=True)
+    env.update(TORCHINDUCTOR_CACHE_DIR=str(cache_dir / "inductor"), TRITON_CACHE_DIR=str(cache_dir / "triton"),
+               **{GATE_ENV: str(gates / f"{device}{gpu_index or 0}.lock")})
     return env
 
 
@@ -82,11 +89,18 @@ class JudgePool:
         self.running: OrderedDict[str, _JudgeHandle] = OrderedDict()  # least recently used first
         self._lock = threading.Lock()
         self._ref_locks: dict[str, threading.Lock] = {}
+        # The problems whose judges end last when one must (a pool's problems with candidates still waiting).
+        self.keep: Callable[[], Collection[str]] | None = None
         # Also when an evaluator nobody closed is collected or the interpreter exits.
         self._finalize = weakref.finalize(self, _close_all, self.running)
 
     def close(self) -> None:
         self._finalize()
+
+    def live(self) -> set[str]:
+        """The problems whose judges are running now."""
+        with self._lock:
+            return {p for p, h in self.running.items() if h.alive()}
 
     def judge(self, problem: P.Problem) -> _JudgeHandle:
         """The running judge of ``problem``, started (seeds drawn now, reference built) on first use. At most
@@ -94,6 +108,7 @@ class JudgePool:
         outputs with it."""
         with self._lock:
             lock = self._ref_locks.setdefault(problem.id, threading.Lock())
+        keep = set(self.keep()) if self.keep is not None else set()  # asked before this pool's lock is taken
         with lock:
             with self._lock:
                 handle = self.running.get(problem.id)
@@ -107,7 +122,10 @@ class JudgePool:
                 self.running[problem.id] = handle
                 old = []
                 while len(self.running) > self.setup.settings.max_judges:
-                    old.append(self.running.popitem(last=False)[1])
+                    # the least recently used of those no waiting candidate needs, else the least recently used
+                    victim = next((p for p in self.running if p not in keep and p != problem.id),
+                                  next(iter(self.running)))
+                    old.append(self.running.pop(victim))
             for h in old:
                 with h.lock:
                     h.close()

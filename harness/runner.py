@@ -22,6 +22,7 @@ import tempfile
 import threading
 import time
 import weakref
+from collections.abc import Callable, Collection
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -123,6 +124,19 @@ class Evaluator:
     def judge(self, problem: P.Problem) -> _JudgeHandle:
         """The running judge of ``problem``, started on first use (``JudgePool.judge``)."""
         return self._judges.judge(problem)
+
+    def live_judges(self) -> set[str]:
+        """The problems whose judges are running (``JudgePool.live``): a pool takes their candidates first."""
+        return self._judges.live()
+
+    @property
+    def keep_judges(self) -> Callable[[], Collection[str]] | None:
+        """Problems whose judges this evaluator ends last when it must end one (a pool's waiting candidates')."""
+        return self._judges.keep
+
+    @keep_judges.setter
+    def keep_judges(self, problems: Callable[[], Collection[str]] | None) -> None:
+        self._judges.keep = problems
 
     def prepare(self, problem_id: str) -> bool:
         """Start a problem's judge (its reference outputs) ahead of its first evaluation; False when that failed

@@ -50,6 +50,7 @@ from ..wire.conn import Conn, Malformed, WireError
 from ..wire.device_buffer import emulated
 from ..wire.job import JobSpec
 from ..wire.shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, handover_buffer, pack_args
+from .gate import DeviceGate
 from .inputs import (
     KERNELBENCH_SEED,
     VerifiedParameters,
@@ -273,7 +274,10 @@ class Judge:
         # A bf16/fp16 run: inputs, parameters and the reference Model in that dtype (None: fp32, nothing cast).
         self.precision = self.settings.precision
         self.dtype = torch_dtype(self.precision)
-        self.model = self._cast(build_model(self.mod, self.device))
+        # Device work of preparing waits while another judge of this evaluator times on the device (harness.judge.gate)
+        self.gate = DeviceGate()
+        with self.gate.hold("prepare"):
+            self.model = self._cast(build_model(self.mod, self.device))
         self._values: VerifiedParameters | None = None
         self._models: dict[str, Any] = {}
         self._cache: dict[tuple, Expected] = {}
@@ -293,7 +297,8 @@ class Judge:
         self.compile_error: str | None = None
         wanted = self.settings.compile_baseline
         if wanted or (wanted is None and self.ops.is_cuda):
-            self._compile_baseline()
+            with self.gate.hold("prepare"):
+                self._compile_baseline()
 
     def reseed(self, fresh_seeds: list[int], perturb_seed: int) -> None:
         """A new candidate's own seeds (input sets, perturbation, construction): nothing one candidate could learn of
@@ -593,8 +598,13 @@ class Session:
             return {"harness_error": f"judge failed: {exc!r}"[:2000]}
         finally:
             self.timing_sets = []
+            self._end_timing()
             self.buf.close()  # GiBs at full size: the judge serves every later candidate of its problem
         return self._result()
+
+    def _end_timing(self) -> None:
+        if self.j.gate.held:
+            self.j.gate.release()
 
     def _loop(self) -> None:
         j = self.j
@@ -648,6 +658,11 @@ class Session:
             self.verified_trials.append(tr)
             self._trial(spec.seed, spec.scale, exp, tr, spec.distribution)
         elif kind == "timing_inputs" and self.timing_started is None and next_verified:
+            # From here to timing_done the device is this candidate's and its baselines' alone: another judge of
+            # the evaluator preparing its problem waits (and this one waits for its current step to end).
+            waited = self.j.gate.waited_s
+            self.j.gate.acquire("timing")
+            self.spent["gate"] = self.spent.get("gate", 0.0) + self.j.gate.waited_s - waited
             with self._clock("timing_setup"):
                 self._timing_inputs()
         elif kind == "go" and self.timing_started is not None:
@@ -666,6 +681,7 @@ class Session:
             self._guard_output(req)
         elif kind == "timing_done" and self.timing_started is not None:
             self.timing_sets = []
+            self._end_timing()
             self.j.release()
             self._witness()
             self._send("ok")
