@@ -91,6 +91,7 @@ class JudgePool:
         self._ref_locks: dict[str, threading.Lock] = {}
         # The problems whose judges end last when one must (a pool's problems with candidates still waiting).
         self.keep: Callable[[], Collection[str]] | None = None
+        self.starting: set[str] = set()  # problems whose judge a thread is starting now
         # Also when an evaluator nobody closed is collected or the interpreter exits.
         self._finalize = weakref.finalize(self, _close_all, self.running)
 
@@ -98,9 +99,10 @@ class JudgePool:
         self._finalize()
 
     def live(self) -> set[str]:
-        """The problems whose judges are running now."""
+        """The problems whose judges are running now or being started (a slot each: a pool that counted only the
+        running ones started a third judge beside a starting second, and the third's start ended a needed first)."""
         with self._lock:
-            return {p for p, h in self.running.items() if h.alive()}
+            return {p for p, h in self.running.items() if h.alive()} | self.starting
 
     def judge(self, problem: P.Problem) -> _JudgeHandle:
         """The running judge of ``problem``, started (seeds drawn now, reference built) on first use. At most
@@ -117,8 +119,15 @@ class JudgePool:
                     return handle
                 if handle is not None:
                     del self.running[problem.id]
-            handle = self._start_judge(problem)
-            with self._lock:
+                self.starting.add(problem.id)
+            try:
+                handle = self._start_judge(problem)
+            except BaseException:
+                with self._lock:
+                    self.starting.discard(problem.id)
+                raise
+            with self._lock:  # from starting to running at once: never out of live() in between
+                self.starting.discard(problem.id)
                 self.running[problem.id] = handle
                 old = []
                 while len(self.running) > self.setup.settings.max_judges:

@@ -4,12 +4,18 @@ import subprocess
 import sys
 import time
 
+from harness.judge import gate as gate_module
 from harness.judge.gate import DeviceGate
 
+GATE_PY = gate_module.__file__
+
+# The holder loads gate.py alone (no torch import through the harness package): a second process in a second.
 HOLD = """
-import sys, time
-from harness.judge.gate import DeviceGate
-g = DeviceGate(sys.argv[1], sys.argv[2])
+import importlib.util, sys, time
+spec = importlib.util.spec_from_file_location("gate", sys.argv[4])
+gate = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(gate)
+g = gate.DeviceGate(sys.argv[1], sys.argv[2])
 with g.hold("prepare"):
     print("held", flush=True)
     time.sleep(float(sys.argv[3]))
@@ -22,7 +28,7 @@ def _holds(log):
 
 def test_a_hold_waits_for_another_processes_hold_to_end(tmp_path):
     gate, log = tmp_path / "gpu0.lock", tmp_path / "holds.log"
-    other = subprocess.Popen([sys.executable, "-c", HOLD, str(gate), str(log), "1.5"], stdout=subprocess.PIPE, text=True)
+    other = subprocess.Popen([sys.executable, "-c", HOLD, str(gate), str(log), "1.5", GATE_PY], stdout=subprocess.PIPE, text=True)
     assert other.stdout.readline().strip() == "held"
     mine = DeviceGate(str(gate), str(log))
     t0 = time.monotonic()
@@ -43,7 +49,7 @@ def test_nested_holds_release_once_and_a_dead_holder_holds_nothing(tmp_path):
     assert g.held
     g.release()
     assert not g.held and len(_holds(log)) == 1
-    killed = subprocess.Popen([sys.executable, "-c", HOLD, str(gate), str(log), "60"], stdout=subprocess.PIPE, text=True)
+    killed = subprocess.Popen([sys.executable, "-c", HOLD, str(gate), str(log), "60", GATE_PY], stdout=subprocess.PIPE, text=True)
     assert killed.stdout.readline().strip() == "held"
     killed.kill()
     killed.wait()

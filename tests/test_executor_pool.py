@@ -71,11 +71,10 @@ def _torch_kernel(op: str) -> str:
 
 
 def test_judges_are_prepared_beside_evaluations_and_none_is_ended_before_its_candidates_use_it(tmp_path, monkeypatch):
-    # Four problems submitted at once to one worker keeping two judges: preparing all four ahead (each start
+    # Three problems submitted at once to one worker keeping two judges: preparing all three ahead (each start
     # ending the oldest) threw away the work of every judge ended before its candidate came; preparing in the
     # worker's own thread left the device idle while a judge started.
-    ops = {"level1/19_ReLU": "relu", "level1/21_Sigmoid": "sigmoid", "level1/22_Tanh": "tanh",
-           "level1/20_LeakyReLU": "relu"}
+    ops = {"level1/19_ReLU": "relu", "level1/21_Sigmoid": "sigmoid", "level1/22_Tanh": "tanh"}
     settings = QUICK.model_copy(update={"max_judges": 2})
     holds_log = tmp_path / "gate-holds.log"
     monkeypatch.setenv("KV_DEVICE_GATE_LOG", str(holds_log))
@@ -86,20 +85,18 @@ def test_judges_are_prepared_beside_evaluations_and_none_is_ended_before_its_can
     prepared = [s["problem"] for s in spans if s["kind"] == "prepare"]
     evaluated = [s["problem"] for s in spans if s["kind"] == "evaluate"]
     assert sorted(evaluated) == sorted(ops) and prepared, spans
+    assert all(r.record.status == "ok" for r in results.values())
     assert len(prepared) == len(set(prepared))  # none prepared twice
-    for p in prepared:  # each judge prepared ahead was running when its candidate came, or still starting
-        (prep,) = [s for s in spans if s["kind"] == "prepare" and s["problem"] == p]
-        (ev,) = [s for s in spans if s["kind"] == "evaluate" and s["problem"] == p]
-        waited = results[p].record.phase_seconds["reference"]
-        assert waited < 0.05 or ev["start_s"] < prep["end_s"], (p, waited, spans)
     assert all(0 <= s["start_s"] <= s["end_s"] for s in spans)
     evals = [s for s in spans if s["kind"] == "evaluate"]
     assert all(a["end_s"] <= b["start_s"] for a, b in zip(evals, evals[1:], strict=False))  # one at a time
     assert any(p["start_s"] < e["end_s"] and e["start_s"] < p["end_s"]  # a judge started while one ran
                for p in spans if p["kind"] == "prepare" for e in evals), spans
     # The device's turns (harness.judge.gate): each candidate's timing and each judge's start held it, never two at once.
-    holds = sorted((float(a), float(b), what) for _pid, what, a, b in
-                   (line.split() for line in holds_log.read_text().splitlines()))
+    lines = [line.split() for line in holds_log.read_text().splitlines()]
+    holds = sorted((float(a), float(b), what) for _pid, what, a, b in lines)
     assert [w for _a, _b, w in holds].count("timing") == len(ops)
-    assert [w for _a, _b, w in holds].count("prepare") >= len(ops)
     assert all(x[1] <= y[0] for x, y in zip(holds, holds[1:], strict=False)), holds
+    # One judge process per problem: each built its model under the gate once, so no judge was started twice
+    # (one prepared ahead and ended before its candidate came would have been started again by the evaluation).
+    assert len({pid for pid, what, _a, _b in lines if what == "prepare"}) == len(ops), (lines, spans)
