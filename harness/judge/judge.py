@@ -660,9 +660,8 @@ class Session:
         elif kind == "timing_inputs" and self.timing_started is None and next_verified:
             # From here to timing_done the device is this candidate's and its baselines' alone: another judge of
             # the evaluator preparing its problem waits (and this one waits for its current step to end).
-            waited = self.j.gate.waited_s
-            self.j.gate.acquire("timing")
-            self.spent["gate"] = self.spent.get("gate", 0.0) + self.j.gate.waited_s - waited
+            with self._clock("gate"):
+                self.j.gate.acquire("timing")
             with self._clock("timing_setup"):
                 self._timing_inputs()
         elif kind == "go" and self.timing_started is not None:
