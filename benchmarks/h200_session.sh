@@ -82,11 +82,12 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
             --eval-set build_timeout_s=300 ) \
         ${SWEEP_EVAL_SET:+--eval-set $SWEEP_EVAL_SET}
         # SWEEP_WARM=1 (with SWEEP_DEFAULTS=1): the same sweep again into R/warm, on the caches the first one filled (torch.compile's
-        # Inductor and Triton caches, builds): issue 31's cold and warm figures from one machine session.
+        # Inductor and Triton caches, builds): issue 31's cold and warm figures from one machine session (SWEEP_WARM_DEADLINE_S
+        # stops the warm pass sooner).
         [ -n "${SWEEP_WARM:-}" ] && step full_size_sweep_warm python3 benchmarks/full_size_sweep.py \
             --replay "$(ls -d "${CORPUS:?}"/replay/${SWEEP_MODELS:-*} | paste -sd,)" --problems-dir "$CORPUS/problems" \
             --limit "${SWEEP_LIMIT:-0}" --stride "${SWEEP_STRIDE:-1}" --offset "${SWEEP_OFFSET:-0}" \
-            --deadline-s "${SWEEP_DEADLINE_S:-1500}" --out "$R/warm" ${SWEEP_EVAL_SET:+--eval-set $SWEEP_EVAL_SET}
+            --deadline-s "${SWEEP_WARM_DEADLINE_S:-${SWEEP_DEADLINE_S:-1500}}" --out "$R/warm" ${SWEEP_EVAL_SET:+--eval-set $SWEEP_EVAL_SET}
         step fidelity python3 benchmarks/fidelity.py "$R/run" "$CORPUS/reported.json" \
         --classification benchmarks/results/h200_fidelity_classification.json --previous benchmarks/results/h200_fidelity.json \
         --out "$R" ;;
