@@ -55,18 +55,20 @@ class _JudgeHandle:
                  peer: tuple[Child, Path] | None = None) -> None:
         self.problem_id, self.child, self.conn, self.environment, self.work = problem_id, child, conn, environment, work
         self.peer = peer  # its calibration peer (harness.candidate.clock_peer), ended with it
+        self.warmed: dict | None = None  # a spare judge's warm-up (harness.judge.warm), when it was one
         self.lock = threading.Lock()
 
     def alive(self) -> bool:
         return self.child.proc.poll() is None
 
     def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.conn.send("close")
-        try:
-            self.child.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
+        if self.problem_id:  # a spare (no problem yet) holds nothing to end politely
+            with contextlib.suppress(Exception):
+                self.conn.send("close")
+            try:
+                self.child.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
         kill_group(self.child.proc)
         self.child.proc.wait()
         self.conn.close()
@@ -75,10 +77,11 @@ class _JudgeHandle:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
-def _close_all(judges: dict) -> None:
-    for h in list(judges.values()):
+def _close_all(judges: dict, spares: list) -> None:
+    for h in [*judges.values(), *spares]:
         h.close()
     judges.clear()
+    spares.clear()
 
 
 class JudgePool:
@@ -92,8 +95,9 @@ class JudgePool:
         # The problems whose judges end last when one must (a pool's problems with candidates still waiting).
         self.keep: Callable[[], Collection[str]] | None = None
         self.starting: set[str] = set()  # problems whose judge a thread is starting now
+        self._spares: list[_JudgeHandle] = []  # at most one judge started ahead of its problem (spare_judge)
         # Also when an evaluator nobody closed is collected or the interpreter exits.
-        self._finalize = weakref.finalize(self, _close_all, self.running)
+        self._finalize = weakref.finalize(self, _close_all, self.running, self._spares)
 
     def close(self) -> None:
         self._finalize()
@@ -182,9 +186,9 @@ class JudgePool:
             theirs.close()
         return (child, work), ours
 
-    def _start_judge(self, problem: P.Problem) -> _JudgeHandle:
+    def _spawn(self) -> _JudgeHandle:
+        """A judge process with no problem yet (its handle's problem_id is empty): told its problem by ``_start_judge``."""
         setup = self.setup
-        job = setup.base_job(problem).model_copy(update=self.fresh_seeds())
         work = Path(tempfile.mkdtemp(prefix="judge-", dir=setup.tmp_root))
         mine, theirs = socket.socketpair()
         peer_args, peer_fds, peer = [], [], None
@@ -201,24 +205,60 @@ class JudgePool:
         except BaseException:
             if peer is not None:
                 _end_child(peer)
+            mine.close()
+            shutil.rmtree(work, ignore_errors=True)
             raise
         finally:
             theirs.close()
             for f in peer_fds:
                 f.close()
-        conn = Conn(mine)
+        return _JudgeHandle("", child, Conn(mine), {}, work, peer)
+
+    def _spare_judge(self) -> _JudgeHandle | None:
+        """A judge started ahead and warming up (``harness.judge.warm``), or None when the settings keep no spare."""
+        settings = self.setup.settings
+        if not settings.spares_judge():
+            return None
+        handle = self._spawn()
         try:
-            conn.send("job", job.model_dump(mode="json"))
-            kind, payload = conn.recv(timeout=setup.settings.reference_timeout_s)
+            handle.conn.send("warm", {"device": self.setup.device, "threads": settings.torch_threads(self.setup.device),
+                                      "compile": settings.compiles_baseline(self.setup.device)})
+        except WireError:
+            handle.close()
+            return None
+        return handle
+
+    def _take_spare(self) -> _JudgeHandle | None:
+        """The waiting spare judge if it still runs, and the next spare started in its place."""
+        with self._lock:
+            spare = self._spares.pop(0) if self._spares else None
+            refill = not self._spares
+        if spare is not None and not spare.alive():
+            spare.close()
+            spare = None
+        if refill:
+            with contextlib.suppress(Exception):  # no spare: the next judge starts from scratch, as without one
+                nxt = self._spare_judge()
+                if nxt is not None:
+                    with self._lock:
+                        self._spares.append(nxt)
+        return spare
+
+    def _start_judge(self, problem: P.Problem) -> _JudgeHandle:
+        setup = self.setup
+        job = setup.base_job(problem).model_copy(update=self.fresh_seeds())
+        handle = self._take_spare() or self._spawn()
+        handle.problem_id = problem.id
+        try:
+            handle.conn.send("job", job.model_dump(mode="json"))
+            kind, payload = handle.conn.recv(timeout=setup.settings.reference_timeout_s)
         except WireError as exc:
             kind, payload = "failed", f"{exc}"
         if kind != "ready":
-            kill_group(child.proc)
-            child.proc.wait()
-            conn.close()
-            if peer is not None:
-                _end_child(peer)
-            err = tail(child.err_path, 2000)
-            shutil.rmtree(work, ignore_errors=True)
+            err = tail(handle.child.err_path, 2000)
+            kill_group(handle.child.proc)
+            handle.close()
             raise RuntimeError(f"reference for {problem.id} failed: {payload or ''} {err}".strip())
-        return _JudgeHandle(problem.id, child, conn, (payload or {}).get("environment") or {}, work, peer)
+        handle.environment = (payload or {}).get("environment") or {}
+        handle.warmed = (payload or {}).get("warmed")
+        return handle

@@ -63,6 +63,7 @@ from .inputs import (
 from .params import ParamMapping, map_parameters
 from .peer_link import PeerLink
 from .tf32_truncation import TruncatedTF32
+from .warm import warm_up
 
 PR_SET_DUMPABLE = 4
 # The judge's clock (timing_witness and the credited kernel time). Per timed call it measures the interval from
@@ -295,8 +296,7 @@ class Judge:
         self.compiled: Any = None
         self.compile_seconds: float | None = None
         self.compile_error: str | None = None
-        wanted = self.settings.compile_baseline
-        if wanted or (wanted is None and self.ops.is_cuda):
+        if self.settings.compiles_baseline(self.device):
             with self.gate.hold("prepare"):
                 self._compile_baseline()
 
@@ -1087,6 +1087,13 @@ def main(control_fd: int, peer_fd: int | None = None) -> int:
     _not_dumpable()
     conn = Conn.from_fd(control_fd)
     kind, payload = conn.recv()
+    warmed = None
+    if kind == "warm" and isinstance(payload, dict):  # a spare judge: warmed up while it waits for its problem
+        torch.set_grad_enabled(False)
+        if payload.get("threads"):
+            torch.set_num_threads(int(payload["threads"]))
+        warmed = warm_up(str(payload["device"]), bool(payload.get("compile")))
+        kind, payload = conn.recv()
     if kind != "job":
         return 2
     job = JobSpec.model_validate(payload)
@@ -1104,7 +1111,7 @@ def main(control_fd: int, peer_fd: int | None = None) -> int:
         conn.send("failed", f"reference for {job.problem_id} failed: {exc!r}"[:4000])
         return 1
     judge.peer = peer
-    conn.send("ready", {"environment": environment(job.device)})
+    conn.send("ready", {"environment": environment(job.device), "warmed": warmed})
     while True:
         try:
             kind, payload, fds = conn.recv(with_fds=True)

@@ -113,6 +113,12 @@ class EvalSettings(BaseModel):
                              "one spare took ~8 s to import torch while a full-size evaluation took ~4 s, so 24 of 57 "
                              "candidates waited 3.7-8.4 s for it (h200_full_size_sweep_2.json, 'candidates')")
 
+    spare_judge: bool | None = Field(
+        None, description="keep one judge process started ahead of its problem: Python and torch imported, the device's "
+                          "context made and, with compile_baseline, torch.compile warmed up on a function of its own "
+                          "(harness.judge.warm), so a problem's judge pays only for its model, references and "
+                          "compile. None: where prespawn_worker is on")
+
     def torch_threads(self, device: str) -> int | None:
         """The intra-op thread count to set, or None to leave torch's default. On a CPU one thread: on a loaded
         host a multi-threaded op waits for its slowest thread, so the baseline's time swung with the load far
@@ -128,6 +134,14 @@ class EvalSettings(BaseModel):
         from ..measure.device import usable_cpus
 
         return usable_cpus() >= PRESPAWN_MIN_CPUS
+
+    def spares_judge(self) -> bool:
+        """Whether the evaluator keeps a judge process started ahead (``spare_judge`` resolved)."""
+        return self.spare_judge if self.spare_judge is not None else self.prespawns()
+
+    def compiles_baseline(self, device: str) -> bool:
+        """Whether the judge compiles the torch.compile baseline (``compile_baseline`` resolved)."""
+        return self.compile_baseline if self.compile_baseline is not None else device.startswith("cuda")
 
 
 class JobSpec(BaseModel):
