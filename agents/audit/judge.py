@@ -182,6 +182,7 @@ class _Problems:
         wanted = override or saved.get("problems_dir")
         self.root: Path | None = None
         self.notes: list[str] = []
+        self._fallback: str | None = None
         if wanted:
             root = Path(wanted).expanduser()
             if not root.is_absolute() and not root.is_dir():
@@ -189,10 +190,12 @@ class _Problems:
             if root.is_dir():
                 self.root = root
             else:
-                self.notes.append(f"the run's problems_dir {wanted} is not here: problem sources from the built-in "
+                self._fallback = (f"the run's problems_dir {wanted} is not here: problem sources from the built-in "
                                   "catalog (same KernelBench ids)")
 
     def source(self, problem_id: str, size: str) -> tuple[str | None, str | None]:
+        if self._fallback and self._fallback not in self.notes:  # said once, and only when a source was needed
+            self.notes.append(self._fallback)
         try:
             p = P.load(problem_id, self.root)
             return p.source("small" if size == "small" else "full"), None
