@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 # The floor assumes a kernel writes its outputs FLOOR_MARGIN times faster than the best rate measured: on the
-# development host the cores' store limit (64 B a cycle each at most) is ~3.5x the measured rate (README), and 8
+# development host the cores' store limit (64 B a cycle each at most) is ~3.5x the measured rate (docs/isolation.md), and 8
 # leaves room for a measurement taken on a busier host. A forged time is orders of magnitude below.
 FLOOR_MARGIN = 8.0
 VERSION = 1

@@ -25,6 +25,7 @@ from harness.scoring.protocols import CONSERVATIVE_CREDIT, NAIVE, VERIFIED, Prot
 from harness.scoring.shapes import lines as shape_lines
 
 from .. import metrics as M
+from ..audit.log import JudgeEntry, read_judgements
 from ..store import ATTEMPTS, RunStore, Unreadable
 from ..turns import DEFAULT_TURN_POLICY, TurnPolicy, turn_label
 from . import waterfall as W
@@ -202,6 +203,9 @@ class Report(BaseModel):
     kernels: list[KernelView]
     audit: list[AuditEntry] = Field(default_factory=list,
                                     description="every evaluated turn whose naive and verified verdicts differ")
+    judge: list[JudgeEntry] = Field(
+        default_factory=list, description="the LLM judge's answers on fast survivors (RUN/audit_judge.jsonl, written by "
+                                          "python -m agents.audit RUN --judge ...): shown beside verdicts, never changing one")
     compare: list[CompareRow] | None = None
     compare_run: str | None = None
     unreadable: list[Unreadable] = Field(
@@ -504,7 +508,7 @@ def build_report(
         n_attempts=n_attempts, models=sorted({m for m, _, _ in systems}), strategies=sorted({s for _, s, _ in systems}),
         precisions=sorted({p for _, _, p in systems}) or ["fp32"],
         levels=levels, universe={k: len(v) for k, v in uni.items()}, headline=headline, headline_view=view, headline_vs_compile=vs_compile, waterfalls=waterfalls,
-        kernel_changes=kernel_changes, by_turn=by_turn, kernels=kernels, audit=audit, unreadable=unreadable,
+        kernel_changes=kernel_changes, by_turn=by_turn, kernels=kernels, audit=audit, judge=read_judgements(run_dir), unreadable=unreadable,
         notes=notes,
     )
     if compare is not None:

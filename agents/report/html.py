@@ -167,6 +167,18 @@ the verdict, the failing trials, the parameter mapping used for the perturbed pa
 <p>No kernel's verdict differs between the two protocols.</p>
 {% endfor %}
 
+{% for j in judges %}
+<h2 id="judge-{{ loop.index }}">LLM judge {{ j.s.judge }}{% if j.s.judge_models %} ({{ j.s.judge_models|join(", ") }}){% endif %} on fast survivors ({{ j.s.kernels }})</h2>
+<p class="muted">Verified-correct kernels at or above {{ j.s.min_speedup }}x, each read by the model with its problem and
+evidence (<code>python -m agents.audit RUN --judge ...</code>); its answer is shown beside the verdict and changes none.
+{% for k, v in j.s.by_category|dictsort %}{{ k }} {{ v }}{% if not loop.last %}, {% endif %}{% endfor %} · {{ j.cost }}</p>
+<table><tr><th class="l">system</th><th class="l">problem</th><th>sample</th><th>turn</th><th>verified</th><th class="l">judge says</th><th class="l">reason / note</th></tr>
+{% for e in j.entries %}<tr><td class="l">{{ sysname(e.model, e.strategy, e.precision) }}</td><td class="l">{{ e.problem_id }}</td><td>{{ e.sample }}</td><td>{{ e.turn }}</td><td>{{ x(e.verified_speedup) }}</td>
+<td class="l">{% if e.category %}<b>{{ e.category }}</b>{% else %}<span class="muted">{{ e.status }}</span>{% endif %}{% if e.status == "schema_error" %} <span class="ci">(schema error)</span>{% endif %}</td>
+<td class="l">{% if e.status in ("judged", "schema_error") %}{{ e.reason }}{% else %}<span class="muted">{{ e.note }}</span>{% endif %}</td></tr>
+{% endfor %}</table>
+{% endfor %}
+
 <h2 id="plots">Plots</h2>
 <div class="plots">
 {% for name in ["fast_p", "speedup_scatter", "speedup_hist", "sol_hist"] %}{% if plots.get(name) %}<img alt="{{ name }}" src="data:image/png;base64,{{ plots.get(name) }}">{% elif skipped_plots.get(name) %}<p class="muted">{{ name }} not drawn: {{ skipped_plots.get(name) }}</p>{% endif %}{% endfor %}
@@ -279,6 +291,10 @@ def render_html(rep: Report, plots: dict[str, bytes] | None = None) -> str:
         return Markup('<br><span class="ci">[{}, {}]</span>').format(f(e.lo), f(e.hi))
 
     changes = [k for k in rep.kernel_changes if k.explanation != "unchanged"]
+    from ..audit.judge import cost_line, summarize
+
+    judges = [{"s": summarize(rep.judge, j), "cost": cost_line(summarize(rep.judge, j)),
+               "entries": [e for e in rep.judge if e.judge == j]} for j in sorted({e.judge for e in rep.judge})]
     return _env().from_string(TEMPLATE).render(
         rep=rep, protos=protos, fast_ps=[f"{p:g}" for p in M.FAST_P], headline=list(headline.items()),
         vs_compile=list(vs_compile.items()),
@@ -287,7 +303,7 @@ def render_html(rep: Report, plots: dict[str, bytes] | None = None) -> str:
         hv_protos=rep.headline_view.protocols if rep.headline_view else [],
         hv_title=T.headline_title(rep.headline_view) if rep.headline_view else "",
         hv_notes=T.headline_notes(rep.headline_view) if rep.headline_view else [],
-        changes=changes, strategy_rows=[r for r in rep.headline if r.level == ALL],
+        changes=changes, judges=judges, strategy_rows=[r for r in rep.headline if r.level == ALL],
         plots={k: base64.b64encode(v).decode() for k, v in plots.items()},
         turn_counts=turn_label(rep.turn_policy), skipped_plots=skipped_plots(rep), x=T.x, vx=T.vx, pct=T.pct, ci=ci, iv=T.interval, basis=T.basis(rep), basis_long=BASIS[rep.fast_p_on], guards=lambda s: T.guards_cell(s, limit=6),
         g=A.g, params_line=A.params_line, guard_line=A.guard_line,

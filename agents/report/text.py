@@ -192,6 +192,33 @@ def changes_table(rep: Report) -> Table:
     return t
 
 
+def judge_tables(rep: Report) -> list[Table]:
+    """One table per LLM judge (python -m agents.audit RUN --judge ...): its category per fast survivor, never a verdict."""
+    from ..audit.judge import cost_line, summarize
+
+    out = []
+    for judge in sorted({e.judge for e in rep.judge}):
+        s = summarize(rep.judge, judge)
+        models = f" ({', '.join(s.judge_models)})" if s.judge_models else ""
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(s.by_category.items())) or "no category"
+        t = Table(title=f"LLM judge {judge}{models} on fast survivors (verified correct, speedup >= "
+                        f"{s.min_speedup if s.min_speedup is not None else '-'}x; verdicts unchanged): {counts}; "
+                        f"{cost_line(s)}")
+        for c in ("system", "problem", "s", "turn", "verified", "judge says", "reason / note"):
+            t.add_column(c)
+        for e in rep.judge:
+            if e.judge != judge:
+                continue
+            says = e.category or e.status
+            if e.status == "schema_error":
+                says += " (schema error)"
+            t.add_row(system(rep, e.model, e.strategy, e.precision), e.problem_id, str(e.sample), str(e.turn),
+                      x(e.verified_speedup), says, (e.reason if e.status in ("judged", "schema_error") else
+                                                    f"{e.status}: {e.note}")[:240])
+        out.append(t)
+    return out
+
+
 def turn_table(rep: Report) -> Table:
     t = Table(title=f"By turn (each (problem, sample) as of turn t; {basis(rep)}{precision_note(rep)})")
     for c in ("system", "protocol", "turn", "correct", "fast_0", "fast_1", "fast_2", "geomean (n)"):
@@ -362,6 +389,8 @@ def print_report(rep: Report, console: Console | None = None) -> None:
         c.print(t)
     c.print(kernel_table(rep))
     c.print(changes_table(rep))
+    for t in judge_tables(rep):
+        c.print(t)
     if len(rep.strategies) > 1:
         c.print(strategy_table(rep))
     c.print(turn_table(rep))

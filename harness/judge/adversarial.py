@@ -6,7 +6,7 @@ that form (softmax without max subtraction, one-pass variance, a loss on a strid
 as a closed-form expectation of the inputs' means) passes them all. Each distribution below is one
 declaration: its name, how it transforms one floating input tensor, and which input domains
 (``problems.domains.Domain``) admit it. The planner (``harness.judge.inputs.plan_trials``), the judge
-(``harness.judge.inputs.make_inputs``), the docs (README, ``describe()``) and the fixture headers all read this table.
+(``harness.judge.inputs.make_inputs``), the docs (docs/protocols.md, ``describe()``) and the fixture headers all read this table.
 
 Magnitudes are chosen so that an honest fp32 kernel passes the verified tolerance (|d| <= 1e-3 (1 + |e|)
 against a float64 reference, or 4x the TF32 baseline's own error): floating point is scale-invariant, so a
