@@ -58,3 +58,35 @@ def test_timing_sets_read_fresh_values_in_place_or_refill_their_copies():
 
     _refill(Ctx, 0)
     assert sets[0][0] is kept and torch.equal(kept, torch.full((8,), 5.0))  # same tensor, new values
+
+
+def test_a_channels_last_output_crosses_in_its_own_storage_order_as_one_flat_copy(monkeypatch):
+    # A channels-last output was permuted into row-major order on every timed call's hand-over, work the judge's
+    # calibration (a contiguous copy) did not pay: the judge's clock charged it to an honest conv3d (cuda-l1 1/60,
+    # 1/77 on the H200: ~1.9 ms per call, verdict hack). Now its bytes go over as stored and the judge reorders them.
+    buf = SharedBuffer.create(1 << 16)
+    out = torch.randn(2, 3, 4, 5, 6).to(memory_format=torch.channels_last_3d)
+    copies = []
+    real_contiguous = torch.Tensor.contiguous
+    monkeypatch.setattr(torch.Tensor, "contiguous", lambda t, *a, **k: copies.append(t.shape) or real_contiguous(t, *a, **k))
+    desc = buf.write(out, 128)
+    monkeypatch.undo()
+    assert copies == [] and desc["dim_order"] == [0, 2, 3, 4, 1]
+    assert torch.equal(buf.read(desc), out) and buf.read(desc).is_contiguous()
+    assert torch.equal(buf.view(desc, "cpu"), out)
+    # a row-major output keeps the row-major descriptor; a non-dense one (a strided slice) is copied row-major
+    assert "dim_order" not in buf.write(torch.randn(4, 5), 0)
+    sliced = torch.randn(8, 10)[:, ::2]
+    d = buf.write(sliced, 0)
+    assert "dim_order" not in d and torch.equal(buf.read(d), sliced)
+
+
+def test_a_dim_order_that_is_no_order_of_the_shape_is_refused():
+    from harness.wire import messages as M
+
+    buf = SharedBuffer.create(1024)
+    with pytest.raises(WireError):
+        buf.read({"offset": 0, "shape": [2, 3], "dtype": "float32", "dim_order": [0, 0]})
+    with pytest.raises(M.ProtocolBreach):
+        M.parse("output", {"type": "tensor", "shape": [2, 3], "dtype": "float32", "dim_order": [1, 2]})
+    assert M.parse("output", {"type": "tensor", "shape": [2, 3], "dtype": "float32", "dim_order": [1, 0]}).dim_order == [1, 0]

@@ -185,19 +185,23 @@ class JudgeLink:
         it reads once the report is in); its description for the 'called' report."""
         if not isinstance(out, torch.Tensor):
             return M.payload(M.Output(type="other", name=type(out).__qualname__[:200]))
+        desc = {}
         if out.numel() * out.element_size() <= capacity:
-            self.buf.write(torch.Tensor._make_subclass(torch.Tensor, out.detach()) if type(out) is not torch.Tensor
-                           else out, offset)
-        return M.payload(M.Output(type="tensor", shape=list(out.shape), dtype=dtype_name(out.dtype)))
+            desc = self.buf.write(torch.Tensor._make_subclass(torch.Tensor, out.detach()) if type(out) is not torch.Tensor
+                                  else out, offset)
+        return M.payload(M.Output(type="tensor", shape=list(out.shape), dtype=dtype_name(out.dtype),
+                                  dim_order=desc.get("dim_order")))
 
     def send_output(self, out: Any, offset: int, capacity: int, exc: BaseException | None = None) -> None:
         if exc is not None:
             meta = M.Output(type="exception", text=_trim(exc))
         elif isinstance(out, torch.Tensor):
-            meta = M.Output(type="tensor", shape=list(out.shape), dtype=dtype_name(out.dtype))
+            desc = {}
             if out.numel() * out.element_size() <= capacity:
-                self.buf.write(torch.Tensor._make_subclass(torch.Tensor, out.detach()) if type(out) is not torch.Tensor
-                               else out, offset)
+                desc = self.buf.write(torch.Tensor._make_subclass(torch.Tensor, out.detach())
+                                      if type(out) is not torch.Tensor else out, offset)
+            meta = M.Output(type="tensor", shape=list(out.shape), dtype=dtype_name(out.dtype),
+                            dim_order=desc.get("dim_order"))
         else:
             meta = M.Output(type="other", name=type(out).__qualname__[:M.MAX_NAME])
         self.conn.send("output", M.payload(meta))

@@ -727,7 +727,8 @@ class Session:
         if known is None or shape != list(exp.out.shape) or math.prod(shape) * known.itemsize > cap:
             st = unread_stats(shape, dtype, exp.out, dtype_ok=known is not None and known == exp.dtype)
         else:
-            out = self.buf.read({"offset": offset, "shape": shape, "dtype": dtype}, self.j.device)
+            out = self.buf.read({"offset": offset, "shape": shape, "dtype": dtype, "dim_order": sent.dim_order},
+                                self.j.device)
             st = error_stats(out, exp.out)
             if exp.out.is_floating_point():
                 st.dtype_ok = out.dtype == exp.dtype  # the run's nominal dtype (fp32 for an fp32 run's exact value)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from ..measure.record import GuardOutcome, Memory, Phase, Status
 from .conn import WireError
@@ -70,8 +70,15 @@ class Output(Request):
     type: Literal["tensor", "exception", "other"]
     shape: Shape = Field(default_factory=list)  # any size: the judge reads bytes only for the expected shape
     dtype: Name | None = None
+    dim_order: Shape | None = None  # the order its bytes were written in, when not row-major (harness.wire.shm)
     text: Annotated[str, Field(max_length=MAX_TEXT)] = ""
     name: Name = ""
+
+    @model_validator(mode="after")
+    def _order_of_its_shape(self):
+        if self.dim_order is not None and sorted(self.dim_order) != list(range(len(self.shape))):
+            raise ValueError("dim_order is not an order of the shape's dimensions")
+        return self
 
 
 class Go(Request):

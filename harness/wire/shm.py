@@ -29,6 +29,23 @@ def dtype_name(d: torch.dtype) -> str:
     return str(d).removeprefix("torch.")
 
 
+def dense_order(t: torch.Tensor) -> list[int] | None:
+    """The order of ``t``'s dimensions, outermost first, in which its storage holds its elements densely when that is
+    not row-major (a channels-last tensor: [0, 2, 3, 1]); None when ``t`` is contiguous or not dense (overlapping or
+    with gaps: copied row-major)."""
+    if t.is_contiguous() or t.dim() < 2:
+        return None
+    order = sorted(range(t.dim()), key=lambda d: (-t.stride(d), d))
+    return order if t.permute(order).is_contiguous() else None
+
+
+def _inverse(order: list[int]) -> list[int]:
+    inv = [0] * len(order)
+    for i, d in enumerate(order):
+        inv[d] = i
+    return inv
+
+
 class SharedBuffer:
     """A memfd both processes map. The judge creates and grows it; the other side maps the size it is told."""
 
@@ -98,45 +115,57 @@ class SharedBuffer:
         return torch.frombuffer(self._mm, dtype=torch.uint8, count=nbytes, offset=offset)
 
     def write(self, t: torch.Tensor, offset: int) -> dict:
-        """Copy ``t``'s values to ``offset``; returns its descriptor."""
+        """Copy ``t``'s values to ``offset``, in the order its storage holds them where that is dense (one flat copy
+        whatever the layout: a channels-last output is not permuted on the way, which the judge's calibration, a
+        contiguous copy, would not have paid for); returns its descriptor (``dim_order`` when not row-major)."""
         t = t.detach()
         nbytes = t.numel() * t.element_size()
+        order = dense_order(t)
         if nbytes:
-            self._bytes(offset, nbytes).copy_(t.contiguous().reshape(-1).view(torch.uint8))
-        return {"offset": offset, "shape": list(t.shape), "dtype": dtype_name(t.dtype), "nbytes": nbytes}
+            flat = t.permute(order).reshape(-1) if order is not None else t.contiguous().reshape(-1)
+            self._bytes(offset, nbytes).copy_(flat.view(torch.uint8))
+        desc = {"offset": offset, "shape": list(t.shape), "dtype": dtype_name(t.dtype), "nbytes": nbytes}
+        if order is not None:
+            desc["dim_order"] = order
+        return desc
 
-    def _described(self, desc: dict) -> tuple[torch.dtype, list[int], int, int]:
-        """(dtype, shape, offset, bytes) of a descriptor, validated against this buffer before anything is allocated:
-        the shape may claim any size."""
+    def _described(self, desc: dict) -> tuple[torch.dtype, list[int], int, int, list[int] | None]:
+        """(dtype, shape, offset, bytes, dim order) of a descriptor, validated against this buffer before anything is
+        allocated: the shape may claim any size."""
         try:
             dtype = DTYPES[str(desc["dtype"])]
             shape = [int(x) for x in desc["shape"]]
             offset = int(desc["offset"])
+            order = None if desc.get("dim_order") is None else [int(x) for x in desc["dim_order"]]
         except (KeyError, TypeError, ValueError) as exc:
             raise WireError(f"bad tensor descriptor: {desc!r:.200}") from exc
         if any(x < 0 for x in shape) or len(shape) > MAX_DIMS:
             raise WireError(f"bad shape in a tensor descriptor: {shape!r:.200}")
+        if order is not None and sorted(order) != list(range(len(shape))):
+            raise WireError(f"bad dim_order in a tensor descriptor: {order!r:.200}")
         nbytes = math.prod(shape) * dtype.itemsize
         if offset < 0 or offset + nbytes > self.size:
             raise WireError(f"descriptor outside the shared buffer ({offset}+{nbytes} > {self.size})")
-        return dtype, shape, offset, nbytes
+        return dtype, shape, offset, nbytes, order
 
     def read(self, desc: dict, device: str | torch.device = "cpu") -> torch.Tensor:
-        """A new tensor on ``device`` holding the described values (validated, copied out)."""
-        dtype, shape, offset, nbytes = self._described(desc)
-        out = torch.empty(shape, dtype=dtype, device=device)
+        """A new contiguous tensor on ``device`` holding the described values (validated, copied out)."""
+        dtype, shape, offset, nbytes, order = self._described(desc)
+        out = torch.empty(shape if order is None else [shape[d] for d in order], dtype=dtype, device=device)
         if nbytes:
             out.reshape(-1).view(torch.uint8).copy_(self._bytes(offset, nbytes))
-        return out
+        return out if order is None else out.permute(_inverse(order)).contiguous()
 
     def view(self, desc: dict, device: str | torch.device) -> torch.Tensor | None:
         """The described tensor in place in this buffer (validated; writes to it are writes to the buffer) when the
         buffer's memory is on ``device``; None otherwise (``read`` copies it there)."""
-        dtype, shape, offset, nbytes = self._described(desc)
+        dtype, shape, offset, nbytes, order = self._described(desc)
         if torch.device(device) != self._device():
             return None
         if not nbytes:
             return torch.empty(shape, dtype=dtype, device=device)
+        if order is not None:
+            return self._bytes(offset, nbytes).view(dtype).reshape([shape[d] for d in order]).permute(_inverse(order))
         return self._bytes(offset, nbytes).view(dtype).reshape(shape)
 
     def _device(self) -> torch.device:
@@ -145,8 +174,8 @@ class SharedBuffer:
     def read_into(self, desc: dict, out: torch.Tensor) -> None:
         """The described values copied into ``out`` in place (same storage, new contents): a contiguous tensor of
         exactly the described shape and dtype."""
-        dtype, shape, offset, nbytes = self._described(desc)
-        if out.dtype != dtype or list(out.shape) != shape or not out.is_contiguous():
+        dtype, shape, offset, nbytes, order = self._described(desc)
+        if out.dtype != dtype or list(out.shape) != shape or not out.is_contiguous() or order is not None:
             raise WireError(f"descriptor {desc!r:.200} does not describe the tensor it should refill")
         if nbytes:
             out.reshape(-1).view(torch.uint8).copy_(self._bytes(offset, nbytes))
