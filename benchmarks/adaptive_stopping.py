@@ -98,9 +98,10 @@ def main() -> None:
                      f"{r['speedup_moved_median_pct']:.2f}% | {r['speedup_moved_max_pct']:.2f}% | "
                      f"{len(r['fast_p_changed'])}{': ' + '; '.join(r['fast_p_changed']) if r['fast_p_changed'] else ''} |")
     text = "\n".join(lines)
-    print(text)
-    if a.out:
-        write_results(Path(a.out), "adaptive_stopping", {"runs": a.runs, "rows": rows}, text)
+    if not a.out:
+        print(text)
+    else:
+        write_results(Path(a.out), "adaptive_stopping", text, {"runs": a.runs, "rows": rows})
 
 
 if __name__ == "__main__":
