@@ -140,3 +140,44 @@ def test_unknown_eval_setting_suggests_close_matches():
 def test_help_says_where_eval_set_keys_come_from(tmp_path):
     out = sweep("--help", tmp_path=tmp_path)
     assert out.returncode == 0 and "harness.EvalSettings" in out.stdout and "--force" in out.stdout
+
+
+def test_help_lists_every_eval_set_key_with_its_default_and_every_option_has_help(tmp_path):
+    from harness.wire.job import EvalSettings
+
+    from agents.sweep import build_parser
+
+    text = " ".join(build_parser().format_help().split())  # argparse wraps at the terminal's width
+    for key, field in EvalSettings.model_fields.items():
+        if key != "precision":  # --precision sets it
+            assert f"{key} [{field.default if field.default is not None else '-'}]" in text, key
+    assert "--turns TURNS maximum turns per conversation (default: 3)" in text
+    assert "--concurrency CONCURRENCY conversations in flight (default: 32)" in text
+    assert "PydanticUndefined" not in text
+    undocumented = [a.option_strings for a in build_parser()._actions if a.option_strings and not a.help]
+    assert undocumented == []
+
+
+def test_help_parses_without_importing_torch():
+    """--help took 12-16 s on a loaded host: torch (through harness.runner) was imported before argparse ran."""
+    code = ("import sys\nfrom agents.sweep import build_parser\n"
+            "try:\n    build_parser().parse_args(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip().splitlines()[-1] == "[]", (out.stdout, out.stderr)
+
+
+def test_resume_with_nothing_left_says_so_in_one_line(tmp_path, capsys, monkeypatch):
+    """A finished run resumed printed the earlier session's table as if it were this one's."""
+    import agents.sweep as S
+    from agents.progress import RunSummary
+
+    run_dir = tmp_path / "run"
+    saved_run(run_dir)
+    done = RunSummary(run_dir=str(run_dir), wall_s=500.0, attempts=1, new_attempts=1)
+    monkeypatch.setattr(S, "run_sweep", lambda config: done.model_copy(update={"idle": True, "wall_s": 0.1,
+                                                                                "new_attempts": 0}))
+    assert S.main(["--run-dir", str(run_dir), "--resume", "--no-progress"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith("nothing to do:") and "500" not in out[0], out
+    assert f"python -m agents.report {run_dir}" in out[0]

@@ -348,7 +348,7 @@ def kernel_table(rep: Report) -> Table:
 
 
 def print_report(rep: Report, console: Console | None = None) -> None:
-    c = console or Console(width=200)
+    c = console or Console()
     c.print(f"[bold]Run {rep.run}[/bold]: {rep.n_attempts} attempts, models {', '.join(rep.models)}, "
             f"strategies {', '.join(rep.strategies)}{precision_note(rep).replace(';', ',')}, levels {', '.join(rep.levels)}, "
             f"N = {rep.universe.get(ALL, 0)} problems; protocols {', '.join(rep.protocols)}")
