@@ -244,7 +244,9 @@ def print_summary(summary: RunSummary, protocols: list[str], stream: Any = None)
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=stream or sys.stdout, width=160)
+    from .tables import print_fitted
+
+    console = Console(file=stream or sys.stdout)  # the terminal's width
     table = Table(title=f"run {summary.run_dir} ({turn_label(summary.turn_policy)} of each conversation, "
                         "best of k samples; as agents.report)")
     # The precision is a column whenever a row is not fp32 (fp32-only tables read as before).
@@ -264,7 +266,7 @@ def print_summary(summary: RunSummary, protocols: list[str], stream: Any = None)
                       f"{s.geomean_speedup:.2f}x (n={s.geomean_n})" if s.geomean_speedup else "-"]
         cells.append(f"${r.cost_usd:.2f}")
         table.add_row(*cells)
-    console.print(table)
+    print_fitted(console, table, keys=2)
     wall = f"wall {summary.wall_s:.0f} s"
     if summary.invocations > 1 and summary.total_wall_s is not None:
         wall += f" this session ({summary.total_wall_s:.0f} s over {summary.invocations} sessions)"
@@ -274,7 +276,8 @@ def print_summary(summary: RunSummary, protocols: list[str], stream: Any = None)
     if summary.stopped_by_budget:
         extra.append("stopped by --budget-usd")
     console.print("; ".join(extra))
-    console.print(closing_line(summary.run_dir), soft_wrap=True)
+    for part in closing_line(summary.run_dir).split("; "):  # where the results are; the command on a line of its own
+        console.print(part)
 
 
 def closing_line(run_dir: str) -> str:

@@ -204,6 +204,8 @@ class Report(BaseModel):
                                     description="every evaluated turn whose naive and verified verdicts differ")
     compare: list[CompareRow] | None = None
     compare_run: str | None = None
+    compare_note: str | None = Field(None, description="the runs compared hold different problems: which were compared")
+    problem_ids: list[str] = Field(default_factory=list, description="N: every problem the report counts")
     unreadable: list[Unreadable] = Field(
         default_factory=list, description="stored lines or records that could not be read: each costs its row "
         "(a line that does not parse is left out; an attempt whose record does not load counts as not "
@@ -384,14 +386,18 @@ def build_report(
     compare: str | Path | None = None,
     levels_waterfall: bool = True,
     fast_p_on: FastPOn = "point",
+    only_problems: set[str] | None = None,
 ) -> Report:
-    """Score every stored record of ``run_dir`` and compute all tables. Nothing is re-measured."""
+    """Score every stored record of ``run_dir`` and compute all tables. Nothing is re-measured. ``only_problems``:
+    these problem ids alone (``--compare`` of two runs with different problems counts the shared ones)."""
     run_dir = Path(run_dir)
     if not (run_dir / ATTEMPTS).is_file():
         raise FileNotFoundError(f"{run_dir} has no {ATTEMPTS}: not a run directory")
     store = RunStore(run_dir)
     threads = load_threads(store)
     unreadable = list(store.unreadable)
+    if only_problems is not None:
+        threads = [t for t in threads if t.problem_id in only_problems]
     for t in threads:
         for sc in t.turns:
             if sc.load_error:
@@ -405,6 +411,8 @@ def build_report(
         raise ValueError(f"protocol names must be distinct: {names}")
     config = store.read_config()
     uni = _universe(threads, config)
+    if only_problems is not None:
+        uni = {k: v & only_problems for k, v in uni.items() if v & only_problems or k == ALL}
     levels = sorted((k for k in uni if k != ALL), key=lambda s: (not s.isdigit(), int(s) if s.isdigit() else 0, s))
     systems = sorted({(t.model, t.strategy, t.precision) for t in threads})
     n_attempts = sum(len(t.turns) for t in threads)
@@ -503,14 +511,25 @@ def build_report(
         protocols=[p.key for p in protos], turn_policy=turn_policy, fast_p_on=fast_p_on, resamples=resamples, seed=seed,
         n_attempts=n_attempts, models=sorted({m for m, _, _ in systems}), strategies=sorted({s for _, s, _ in systems}),
         precisions=sorted({p for _, _, p in systems}) or ["fp32"],
-        levels=levels, universe={k: len(v) for k, v in uni.items()}, headline=headline, headline_view=view, headline_vs_compile=vs_compile, waterfalls=waterfalls,
+        levels=levels, universe={k: len(v) for k, v in uni.items()}, problem_ids=sorted(uni.get(ALL, set())), headline=headline, headline_view=view, headline_vs_compile=vs_compile, waterfalls=waterfalls,
         kernel_changes=kernel_changes, by_turn=by_turn, kernels=kernels, audit=audit, unreadable=unreadable,
         notes=notes,
     )
     if compare is not None:
-        other = build_report(compare, protocols=protocols, turn_policy=turn_policy, resamples=0, seed=seed,
-                             levels_waterfall=False, fast_p_on=fast_p_on)
-        rep.compare = _compare_rows(rep, other)
+        again = dict(protocols=protocols, turn_policy=turn_policy, resamples=0, seed=seed, levels_waterfall=False,
+                     fast_p_on=fast_p_on)
+        other, mine = build_report(compare, **again), rep
+        if set(other.problem_ids) != set(rep.problem_ids):
+            # Two runs over different problems differ by their problems first: compare the shared ones only.
+            shared = set(other.problem_ids) & set(rep.problem_ids)
+            rep.compare_note = (f"--compare: {rep.run} has {len(rep.problem_ids)} problems, {other.run} "
+                                f"{len(other.problem_ids)}; the comparison counts only the {len(shared)} both have "
+                                f"({len(rep.problem_ids) - len(shared)} only in {rep.run}, "
+                                f"{len(other.problem_ids) - len(shared)} only in {other.run})")
+            rep.notes.insert(0, rep.compare_note)
+            mine = build_report(run_dir, **again, only_problems=shared)
+            other = build_report(compare, **again, only_problems=shared)
+        rep.compare = _compare_rows(mine, other)
         rep.compare_run = other.run
     return rep
 

@@ -184,6 +184,7 @@ the verdict, the failing trials, the parameter mapping used for the perturbed pa
 
 {% if rep.compare is not none %}
 <h2 id="compare">Compare: {{ rep.run }} (A) vs {{ rep.compare_run }} (B)</h2>
+{% if rep.compare_note %}<p>{{ rep.compare_note }}</p>{% endif %}
 <table><tr><th class="l">system</th><th>level</th><th class="l">protocol</th><th>correct A</th><th>correct B</th><th>fast_1 A</th><th>fast_1 B</th><th>geomean A</th><th>geomean B</th></tr>
 {% for r in rep.compare %}<tr><td class="l">{{ sysname(r.model, r.strategy, r.precision_a or r.precision_b or "fp32") }}{% if r.precision_a and r.precision_b and r.precision_a != r.precision_b %} (A {{ r.precision_a }}, B {{ r.precision_b }}){% endif %}</td><td>{{ r.level }}</td><td class="l">{{ r.protocol }}</td><td>{{ r.a.get("correct", "-") }}</td><td>{{ r.b.get("correct", "-") }}</td><td>{{ pct(r.a.get("fast_1")) }}</td><td>{{ pct(r.b.get("fast_1")) }}</td><td>{{ x(r.a.get("geomean")) }}</td><td>{{ x(r.b.get("geomean")) }}</td></tr>{% endfor %}
 </table>
