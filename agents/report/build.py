@@ -100,6 +100,9 @@ class KernelChange(BaseModel):
     verdict_changed_at: str | None = None
     verdict_change: str | None = Field(None, description="'correct -> incorrect' at that step")
     verdict_reasons: list[str] = Field(default_factory=list, description="reasons new at that step")
+    later_changes: list[str] = Field(default_factory=list, description="each later verdict change, 'step: a -> b' "
+                                                                       "(a guard step that makes an incorrect kernel a "
+                                                                       "hack)")
     fast_1_changed_at: str | None = Field(None, description="first step where 'correct and speedup > 1' flips")
     largest_speedup_move_at: str | None = None
     largest_speedup_factor: float | None = Field(None, description="speedup after / before at that step")
@@ -298,6 +301,8 @@ def _trace(thread: Thread, s, chain: list[tuple[str, str, Protocol]]) -> KernelC
             kc.verdict_changed_at = cur.step
             kc.verdict_change = f"{prev.verdict} -> {cur.verdict}"
             kc.verdict_reasons = [r for r in cur.reasons if r not in prev.reasons] or cur.reasons
+        elif cur.verdict != prev.verdict:
+            kc.later_changes.append(f"{cur.step}: {prev.verdict} -> {cur.verdict}")
         if kc.fast_1_changed_at is None and fast(cur) != fast(prev):
             kc.fast_1_changed_at = cur.step
         if prev.speedup and cur.speedup:
@@ -310,6 +315,11 @@ def _trace(thread: Thread, s, chain: list[tuple[str, str, Protocol]]) -> KernelC
     if kc.verdict_changed_at:
         why = "; ".join(kc.verdict_reasons[:3])
         parts.append(f"verdict {kc.verdict_change} at {kc.verdict_changed_at}" + (f" ({why})" if why else ""))
+        for later in kc.later_changes:  # the step that made the last verdict, when it is not the first change
+            step, change = later.split(": ", 1)
+            now = next(r for r in results if r.step == step)
+            new_why = "; ".join(r for r in now.reasons if r.startswith("guard "))[:200]
+            parts.append(f"then {change} at {step}" + (f" ({new_why})" if new_why else ""))
     i = [r.step for r in results].index(kc.largest_speedup_move_at) if kc.largest_speedup_move_at else 0
     if (kc.largest_speedup_move_at and kc.largest_speedup_factor
             and abs(math.log(kc.largest_speedup_factor)) > math.log(1.1)

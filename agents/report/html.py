@@ -135,12 +135,12 @@ protocols {{ rep.protocols|join(", ") }} · fast_p and geomean on <b>{{ basis }}
 
 <h3 id="changes">Why each kernel's result moved</h3>
 <table>
-<tr><th class="l">system</th><th class="l">problem</th><th>sample</th><th>turn</th><th>naive</th><th>verified</th><th class="l">responsible step</th><th class="l">why</th></tr>
+<tr><th class="l">system</th><th class="l">problem</th><th>sample</th><th>turn</th><th>naive</th><th>verified</th><th class="l">responsible steps</th><th class="l">why</th></tr>
 {% for k in changes %}
 <tr><td class="l">{{ sysname(k.model, k.strategy, k.precision) }}</td><td class="l"><a href="#k-{{ anchor(k) }}">{{ k.problem_id }}</a></td><td>{{ k.sample }}</td><td>{{ k.turn }}{% if not k.final %} <span class="ci">(not final)</span>{% endif %}</td>
 <td><span class="v-{{ k.steps[0].verdict }}">{{ k.steps[0].verdict }}</span> {{ vx(k.steps[0].verdict, k.steps[0].speedup) }}</td>
 <td><span class="v-{{ k.steps[-1].verdict }}">{{ k.steps[-1].verdict }}</span> {{ vx(k.steps[-1].verdict, k.steps[-1].speedup) }}</td>
-<td class="l">{{ k.verdict_changed_at or k.fast_1_changed_at or k.largest_speedup_move_at }}</td><td class="l">{{ k.explanation }}</td></tr>
+<td class="l">{{ k.verdict_changed_at or k.fast_1_changed_at or k.largest_speedup_move_at }}{% if k.verdict_changed_at %}{% for c in k.later_changes %}, {{ c.split(":")[0] }}{% endfor %}{% endif %}</td><td class="l">{{ k.explanation }}</td></tr>
 {% endfor %}
 </table>
 

@@ -181,13 +181,15 @@ def waterfall_tables(rep: Report, level: str = ALL) -> list[Table]:
 
 def changes_table(rep: Report) -> Table:
     t = Table(title="Kernels whose result moved between naive and verified (every turn)")
-    for c in ("system", "problem", "s", "turn", "naive", "verified", "responsible step", "why"):
+    for c in ("system", "problem", "s", "turn", "naive", "verified", "responsible steps", "why"):
         t.add_column(c)
     for k in rep.kernel_changes:
         if k.explanation == "unchanged":
             continue
         first, last = k.steps[0], k.steps[-1]
         step = k.verdict_changed_at or k.fast_1_changed_at or k.largest_speedup_move_at or "-"
+        if k.verdict_changed_at and k.later_changes:  # every step that changed the verdict, to the last one
+            step = ", ".join([step, *(c.split(":", 1)[0] for c in k.later_changes)])
         t.add_row(system(rep, k.model, k.strategy, k.precision), k.problem_id, str(k.sample),
                   f"{k.turn}{'' if k.final else ' (not final)'}", f"{first.verdict} {vx(first.verdict, first.speedup)}", f"{last.verdict} {vx(last.verdict, last.speedup)}", step,
                   clip(k.explanation, 240))
