@@ -49,7 +49,20 @@ def render_table(ev) -> str:
     failed = [g for g in rec.guards if not g.passed]
     lines.append(f"guards: {len(rec.guards) - len(failed)}/{len(rec.guards)} passed"
                  + "".join(f"\n    ! {g.name}: {clip(g.detail, 200)}" for g in failed))
+    lines.append("provenance: " + "; ".join(provenance_notes(rec)))
+    for i, line in enumerate(shapes.lines(rec)):  # --shapes N
+        lines.append(f"shapes: {line}" if i == 0 else f"    {line}")
+    if rec.error and rec.status != "ok":
+        lines.append("error:\n" + "\n".join("    " + x for x in rec.error.strip().splitlines()[-15:]))
+    return "\n".join(lines)
+
+
+def provenance_notes(rec) -> list[str]:
+    """What the source scan says about the candidate. A source that did not build never ran: what it would call at run
+    time is unknown ('the candidate only calls PyTorch' read as a finding about a kernel that failed to compile)."""
     pv = rec.provenance
+    if rec.status == "compile_error":
+        return [f"backend={pv.backend} (as written; it did not build, so nothing ran)"]
     notes = [f"backend={pv.backend}", f"custom kernel ran={pv.custom_kernel_called}"]
     if pv.try_except_fallback:
         notes.append("try/except fallback")
@@ -57,12 +70,7 @@ def render_table(ev) -> str:
         notes.append("enables TF32")
     if pv.precision_downcast:
         notes.append("down-casts: " + ",".join(pv.precision_downcast[:3]))
-    lines.append("provenance: " + "; ".join(notes + pv.notes))
-    for i, line in enumerate(shapes.lines(rec)):  # --shapes N
-        lines.append(f"shapes: {line}" if i == 0 else f"    {line}")
-    if rec.error and rec.status != "ok":
-        lines.append("error:\n" + "\n".join("    " + x for x in rec.error.strip().splitlines()[-15:]))
-    return "\n".join(lines)
+    return notes + pv.notes
 
 
 def render_json(ev: Evaluation) -> str:

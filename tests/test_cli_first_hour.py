@@ -206,3 +206,23 @@ def test_help_parses_before_torch_is_imported(module):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout[-500:]
+
+
+def test_a_kernel_that_did_not_build_is_not_said_to_only_call_pytorch():
+    from datetime import UTC, datetime
+
+    from harness.eval import provenance_notes
+    from harness.measure.record import MeasurementRecord
+    from harness.scoring.static_scan import scan
+
+    source = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x)\n        return x\n"
+    prov = scan(source)
+    assert any("only calls PyTorch" in n for n in prov.notes)  # the scan's claim, true of a source that runs
+    rec = MeasurementRecord(candidate_hash="0" * 64, problem_id="level1/19_ReLU", size="small", device="cpu",
+                            status="compile_error", failed_phase="build", error="SyntaxError",
+                            created_at=datetime.now(UTC).isoformat(), provenance=prov)
+    notes = provenance_notes(rec)
+    assert not any("only calls PyTorch" in n or "custom kernel ran" in n for n in notes), notes
+    assert "did not build" in notes[0]
+    ok = rec.model_copy(update={"status": "ok", "failed_phase": None})
+    assert any("only calls PyTorch" in n for n in provenance_notes(ok))

@@ -96,3 +96,17 @@ def test_moved_table_names_the_guard_step_that_made_a_kernel_a_hack(tmp_path):
     table = changes_table(rep)
     col = next(c for c in table.columns if c.header == "responsible steps")
     assert list(col._cells) == ["hidden_inputs, guards"]
+
+
+def test_report_makes_no_run_time_claim_about_a_kernel_that_did_not_build(tmp_path):
+    from harness.scoring.static_scan import scan
+
+    rec = record("level1/19_ReLU", status="compile_error", error="SyntaxError", naive_k=0, naive_b=0, ver_k=0,
+                 ver_tf32=0)
+    rec = rec.model_copy(update={"provenance": scan("import torch\nclass ModelNew(torch.nn.Module):\n    def f(self)\n")})
+    assert any("only calls PyTorch" in n for n in rec.provenance.notes)
+    store = RunStore(tmp_path / "r")
+    store.append(_attempt("m", "level1/19_ReLU", 1, rec))
+    view = build_report(tmp_path / "r", resamples=0).kernels[0].final
+    assert view.verdicts["naive"] == "compile_error"
+    assert "only calls PyTorch" not in str(view.provenance) and "did not build" in str(view.provenance)

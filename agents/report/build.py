@@ -352,6 +352,8 @@ def _turn_view(s, protocols: Sequence[Protocol]) -> TurnView:
         tv.shape_specialised, tv.shapes = rec.shape_specialised, shape_lines(rec)
         tv.guards = [g.model_dump() for g in rec.guards]
         prov = rec.provenance.model_dump()
+        if rec.status == "compile_error":  # it never ran: no claim about what it calls (harness.eval says the same)
+            prov = {"backend": prov.get("backend"), "notes": ["as written; it did not build, so nothing ran"]}
         tv.provenance = {k: v for k, v in prov.items() if v not in (None, False, [], "")}
     return tv
 
