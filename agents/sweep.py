@@ -32,7 +32,7 @@ from .config import CPU_EVAL_DEFAULTS, EXECUTION_FIELDS, SweepConfig
 from .driver import ERRORS, Driver, SampleTask, read_errors
 from .executor import Executor, LocalExecutor
 from .progress import RunSummary, SweepProgress, closing_line, level_of, print_summary, summarize
-from .store import ATTEMPTS, CONFIG, RunStore
+from .store import ATTEMPTS, CONFIG, TORN, RunStore
 
 
 class SweepError(Exception):
@@ -97,7 +97,7 @@ def _default_run_dir(config: SweepConfig) -> Path:
 
 FROM_SAVED = "(from config.json)"  # --models of a --resume that names none: the saved run's
 SUMMARY = "summary.json"
-RUN_FILES = (CONFIG, CONFIG + ".tmp", ATTEMPTS, ERRORS, SUMMARY)  # what --force removes
+RUN_FILES = (CONFIG, CONFIG + ".tmp", ATTEMPTS, ERRORS, SUMMARY, TORN)  # what --force removes
 
 
 def settle(config: SweepConfig) -> SweepConfig:
@@ -244,6 +244,9 @@ def open_run(config: SweepConfig) -> RunStore:
         print(f"--force: starting {run_dir} over (removed {', '.join(old)})", file=sys.stderr)
     store = RunStore(run_dir)
     store.write_config(config.model_dump(mode="json", exclude={"force"}))  # a resume's: its execution knobs now
+    if config.resume and (line := store.repair_torn()):
+        print(f"{ATTEMPTS} line {line} was torn (a write cut off by a crash): moved to {TORN}; that attempt runs "
+              "again", file=sys.stderr)
     return store
 
 

@@ -181,3 +181,15 @@ def test_resume_with_nothing_left_says_so_in_one_line(tmp_path, capsys, monkeypa
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1 and out[0].startswith("nothing to do:") and "500" not in out[0], out
     assert f"python -m agents.report {run_dir}" in out[0]
+
+
+def test_resume_moves_a_torn_last_line_out_once(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    saved_run(run_dir)
+    (run_dir / "attempts.jsonl").write_text('{"model": "demo", "strat')  # a kill mid-write
+    resume = SweepConfig(models=["demo"], run_dir=run_dir, resume=True)
+    prepare(resume)
+    assert "line 1 was torn" in capsys.readouterr().err
+    assert (run_dir / "attempts.jsonl").read_text() == "" and (run_dir / "attempts.torn").exists()
+    prepare(resume)
+    assert "torn" not in capsys.readouterr().err

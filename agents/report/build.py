@@ -25,7 +25,7 @@ from harness.scoring.protocols import CONSERVATIVE_CREDIT, NAIVE, VERIFIED, Prot
 from harness.scoring.shapes import lines as shape_lines
 
 from .. import metrics as M
-from ..store import ATTEMPTS, RunStore, Unreadable
+from ..store import ATTEMPTS, TORN, RunStore, Unreadable
 from ..turns import DEFAULT_TURN_POLICY, TurnPolicy, turn_label
 from . import waterfall as W
 from .audit import AuditEntry, audit_threads
@@ -406,6 +406,10 @@ def build_report(
     if not (run_dir / ATTEMPTS).is_file():
         raise FileNotFoundError(f"{run_dir} has no {ATTEMPTS}: not a run directory")
     store = RunStore(run_dir)
+    try:
+        torn = store.repair_torn()  # once: the next report does not warn about it again
+    except OSError:  # a run directory this user cannot write: the torn line stays, and is reported as unreadable
+        torn = None
     threads = load_threads(store)
     unreadable = list(store.unreadable)
     if only_problems is not None:
@@ -513,6 +517,9 @@ def build_report(
         notes.insert(0, f"{len(unreadable)} stored line(s) or record(s) could not be read and cost their rows: "
                      + "; ".join(f"line {u.line}" + (f" ({u.key})" if u.key else "") + f": {u.reason}"
                                  for u in unreadable[:5]) + (" ..." if len(unreadable) > 5 else ""))
+    if torn:
+        notes.insert(0, f"{ATTEMPTS} line {torn} was torn (a write cut off by a crash) and was moved to {TORN}; "
+                        "the attempt it held is not counted (a --resume runs it again)")
     if W.uncovered_fields():
         notes.append(f"waterfall does not cover protocol fields {W.uncovered_fields()}")
     if not W.same_scoring(chain[-1][2], on_basis(VERIFIED, fast_p_on)):
