@@ -85,6 +85,9 @@ def test_a_warning_heads_the_report_when_most_speedups_are_noisy(rep):
     assert warn and warn.startswith("warning:") and "noisy" in warn
     first = render(noisy, 200).splitlines()[0]
     assert first.startswith("warning:")
+    from agents.report.html import render_html
+
+    assert warn in render_html(noisy, plots={}) and warn not in render_html(rep, plots={})
 
 
 def test_sweep_summary_fits_80_columns():

@@ -50,6 +50,7 @@ TEMPLATE = r"""<!doctype html>
 <p class="muted">Run <b>{{ rep.run }}</b> · {{ rep.n_attempts }} attempts · models {{ rep.models|join(", ") }} ·
 strategies {{ rep.strategies|join(", ") }} · levels {{ rep.levels|join(", ") }} · N = {{ rep.universe.get("all", 0) }} problems ·
 protocols {{ rep.protocols|join(", ") }} · fast_p and geomean on <b>{{ basis }}</b> · generated {{ rep.generated_at }}</p>
+{% if noisy_warning %}<p class="fail">{{ noisy_warning }}</p>{% endif %}
 {% if rep.unreadable %}<p class="fail">{{ rep.unreadable|length }} stored line(s)/record(s) could not be read; their rows are lost:
 {% for u in rep.unreadable %}line {{ u.line }}{% if u.key %} ({{ u.key }}){% endif %}: {{ u.reason }}{% if not loop.last %}; {% endif %}{% endfor %}</p>{% endif %}
 
@@ -288,7 +289,7 @@ def render_html(rep: Report, plots: dict[str, bytes] | None = None) -> str:
         hv_protos=rep.headline_view.protocols if rep.headline_view else [],
         hv_title=T.headline_title(rep.headline_view) if rep.headline_view else "",
         hv_notes=T.headline_notes(rep.headline_view) if rep.headline_view else [],
-        changes=changes, strategy_rows=[r for r in rep.headline if r.level == ALL],
+        changes=changes, noisy_warning=T.noisy_warning(rep), strategy_rows=[r for r in rep.headline if r.level == ALL],
         plots={k: base64.b64encode(v).decode() for k, v in plots.items()},
         turn_counts=turn_label(rep.turn_policy), skipped_plots=skipped_plots(rep), x=T.x, vx=T.vx, pct=T.pct, ci=ci, iv=T.interval, basis=T.basis(rep), basis_long=BASIS[rep.fast_p_on], guards=lambda s: T.guards_cell(s, limit=6),
         g=A.g, params_line=A.params_line, guard_line=A.guard_line,
