@@ -431,7 +431,7 @@ def build_parser() -> argparse.ArgumentParser:
     ap.add_argument("--problems-dir", type=Path, help="an external KernelBench-format directory (levelN/*.py) instead of the built-in catalog")
     ap.add_argument("--feedback", choices=["visible", "verdict_only"])
     ap.add_argument("--hardware", help="spec sheet for hardware_aware: H200, H100, A100, L40S, cpu (default: detected)")
-    ap.add_argument("--max-tokens", type=int, 
+    ap.add_argument("--max-tokens", type=int,
                     help="output tokens per turn, reasoning included (default: the model's in models.toml, else 16000)")
     ap.add_argument("--temperature", type=float, help="sampling temperature (default: the model's in models.toml, else not sent)")
     ap.add_argument("--reasoning-effort", choices=["none", "low", "medium", "high"],

@@ -5,7 +5,6 @@ writing anything, restricts --compare to the problems both runs have, and export
 from __future__ import annotations
 
 import io
-import json
 import re
 
 import pytest

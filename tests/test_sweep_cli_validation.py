@@ -143,9 +143,8 @@ def test_help_says_where_eval_set_keys_come_from(tmp_path):
 
 
 def test_help_lists_every_eval_set_key_with_its_default_and_every_option_has_help(tmp_path):
-    from harness.wire.job import EvalSettings
-
     from agents.sweep import build_parser
+    from harness.wire.job import EvalSettings
 
     text = " ".join(build_parser().format_help().split())  # argparse wraps at the terminal's width
     for key, field in EvalSettings.model_fields.items():
