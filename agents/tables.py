@@ -17,20 +17,23 @@ def _plain(cell: object) -> str:
 
 
 def _widths(table: Table, index: int) -> tuple[int, int]:
-    """(natural, longest word) of a column: the widest line of its header and cells, and the longest word in them."""
+    """(natural, longest word) of a column: its widest cell line (a header may wrap at its spaces: 'naive' over
+    'correct'), and the longest word of its header and cells."""
     col = table.columns[index]
-    lines = [ln for cell in (col.header, *col._cells) for ln in _plain(cell).splitlines()] or [""]
-    natural = max(len(ln) for ln in lines)
-    word = max((len(w) for ln in lines for w in ln.split()), default=1)
-    return natural, word
+    cells = [ln for cell in col._cells for ln in _plain(cell).splitlines()] or [""]
+    head = _plain(col.header).split() or [""]
+    word = max([len(w) for ln in cells for w in ln.split()] + [len(w) for w in head] + [1])
+    return max(max(len(ln) for ln in cells), word), word
 
 
 def fit(table: Table, width: int, keys: int = 1, cap: int = 36) -> list[Table]:
     """``table`` as one or more tables no wider than ``width`` whose words are whole (when any split can do it)."""
     n = len(table.columns)
     sizes = [_widths(table, i) for i in range(n)]
-    if sum(nat for nat, _ in sizes) + PER_COLUMN * n + EDGE <= width:
-        return [table]
+    natural = [max(nat, *(len(ln) for ln in _plain(c.header).splitlines() or [""])) for (nat, _), c in
+               zip(sizes, table.columns, strict=True)]
+    if sum(natural) + PER_COLUMN * n + EDGE <= width:
+        return [table]  # fits with unwrapped headers: as it was built
     need = [min(nat, max(word, cap)) for nat, word in sizes]  # a column's width when there is room
     least = [word for _, word in sizes]  # ... and when there is not: rich wraps it down to its longest word
     keys = min(keys, n - 1)
