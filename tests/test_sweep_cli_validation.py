@@ -192,3 +192,50 @@ def test_resume_moves_a_torn_last_line_out_once(tmp_path, capsys):
     assert (run_dir / "attempts.jsonl").read_text() == "" and (run_dir / "attempts.torn").exists()
     prepare(resume)
     assert "torn" not in capsys.readouterr().err
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except OSError:
+        return False
+
+
+def test_ctrl_c_ends_what_the_sweep_started(tmp_path, monkeypatch, capsys):
+    """A build in flight (its own session, out of reach of the terminal's SIGINT) kept an interrupted sweep alive
+    until its compiler finished: after Ctrl-C the sweep kills its children's process groups, grandchildren too."""
+    import signal
+    import time
+
+    import agents.sweep as S
+
+    pids = tmp_path / "pids"
+    # A "build": a session leader whose child (the "compiler") would run for minutes.
+    build = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
+                              "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+                              f"open({str(pids)!r}, 'w').write(str(c.pid))\ntime.sleep(600)\n"],
+                             start_new_session=True)
+    try:
+        while not pids.exists() or not pids.read_text():
+            assert build.poll() is None
+            time.sleep(0.05)
+        compiler = int(pids.read_text())
+
+        def interrupted(config):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(S, "run_sweep", interrupted)
+        assert S.main(["--models", "demo", "--run-dir", str(tmp_path / "run"), "--no-progress"]) == 130
+        assert "interrupted; continue with --resume" in capsys.readouterr().err
+        assert build.wait(timeout=60) == -signal.SIGKILL
+        deadline = time.monotonic() + 60  # only a bound on the wait for init to reap it, not a speed limit
+        while _alive(compiler) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(compiler), "the build's child outlived the interrupted sweep"
+    finally:
+        try:
+            os.killpg(build.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        build.wait()
