@@ -49,7 +49,11 @@ class RunSummary(BaseModel):
     stopped_by_budget: bool = False
     rows: list[SummaryRow] = Field(default_factory=list)
     invocations: int = Field(1, description="sweep invocations that added to this run (--resume adds one); "
-                                            "wall_s is their sum, outcomes the last one's ('skipped' = done before)")
+                                            "outcomes are the last one's ('skipped' = done before)")
+    total_wall_s: float | None = Field(None, description="wall time of all those invocations; wall_s is the last "
+                                                         "one's own (None: a summary written before, wall_s is it)")
+    idle: bool = Field(False, description="this invocation found nothing left to run (a finished run resumed): the "
+                                          "figures are the run's as written before, wall_s this invocation's")
     turn_policy: str = Field(DEFAULT_TURN_POLICY, description="which turn of each conversation the rows count "
                                                               "(agents.turns)")
 
@@ -240,7 +244,9 @@ def print_summary(summary: RunSummary, protocols: list[str], stream: Any = None)
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=stream or sys.stdout, width=160)
+    from .tables import print_fitted
+
+    console = Console(file=stream or sys.stdout)  # the terminal's width
     table = Table(title=f"run {summary.run_dir} ({turn_label(summary.turn_policy)} of each conversation, "
                         "best of k samples; as agents.report)")
     # The precision is a column whenever a row is not fp32 (fp32-only tables read as before).
@@ -260,15 +266,18 @@ def print_summary(summary: RunSummary, protocols: list[str], stream: Any = None)
                       f"{s.geomean_speedup:.2f}x (n={s.geomean_n})" if s.geomean_speedup else "-"]
         cells.append(f"${r.cost_usd:.2f}")
         table.add_row(*cells)
-    console.print(table)
-    extra = [f"{summary.attempts} attempts ({summary.new_attempts} new)", f"wall {summary.wall_s:.0f} s",
-             f"spend ${summary.cost_usd:.2f}"]
+    print_fitted(console, table, keys=2)
+    wall = f"wall {summary.wall_s:.0f} s"
+    if summary.invocations > 1 and summary.total_wall_s is not None:
+        wall += f" this session ({summary.total_wall_s:.0f} s over {summary.invocations} sessions)"
+    extra = [f"{summary.attempts} attempts ({summary.new_attempts} new)", wall, f"spend ${summary.cost_usd:.2f}"]
     if summary.errors:
         extra.append(f"{summary.errors} model/harness errors (see errors.jsonl; --resume retries them)")
     if summary.stopped_by_budget:
         extra.append("stopped by --budget-usd")
     console.print("; ".join(extra))
-    console.print(closing_line(summary.run_dir), soft_wrap=True)
+    for part in closing_line(summary.run_dir).split("; "):  # where the results are; the command on a line of its own
+        console.print(part)
 
 
 def closing_line(run_dir: str) -> str:

@@ -6,8 +6,9 @@
 
 Appends take an exclusive ``flock`` and ``fsync`` before releasing it, so concurrent sweeps never
 interleave lines and a kill -9 loses at most the attempt in flight. A torn last line (power loss
-mid-write) is skipped on read, and so is any other line that does not parse: each is listed in
-``RunStore.unreadable`` (line number, reason) so a report can name what it lost. Attempts are keyed by (model, strategy, problem, sample, turn):
+mid-write) is moved to ``attempts.torn`` by the next append, ``--resume`` or report (``repair_torn``), once; any
+other line that does not parse is skipped on read and listed in ``RunStore.unreadable`` (line number, reason) so a
+report can name what it lost. Attempts are keyed by (model, strategy, problem, sample, turn):
 ``--resume`` skips keys already present.
 """
 
@@ -26,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 ATTEMPTS = "attempts.jsonl"
 CONFIG = "config.json"
+TORN = "attempts.torn"  # torn last lines moved out of attempts.jsonl, kept as they were
 
 
 class Attempt(BaseModel):
@@ -131,21 +133,50 @@ class RunStore:
         if not attempt.run:
             attempt.run = self.name
         line = (attempt.model_dump_json() + "\n").encode()
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            # A previous writer killed mid-line leaves no newline: start on a fresh line so both survive parsing.
-            size = os.fstat(fd).st_size
-            if size:
-                with open(self.path, "rb") as f:
-                    f.seek(size - 1)
-                    if f.read(1) != b"\n":
-                        line = b"\n" + line
+            self._repair_locked(fd)  # a previous writer killed mid-line: its torn line goes, the new one starts clean
             os.write(fd, line)
             os.fsync(fd)
         finally:
             fcntl.flock(fd, fcntl.LOCK_UN)
             os.close(fd)
+
+    def repair_torn(self) -> int | None:
+        """Move a torn last line (a write cut off mid-line by a crash: no newline, does not parse) to ``attempts.torn``,
+        once, so it is not read and warned about by every report after. Returns its line number (None: nothing torn).
+        Under the append lock: a writer finishes its line before it lets go, so an unfinished line there is torn."""
+        if not self.path.exists():
+            return None
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND)  # a newline _repair_locked adds goes at the end
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            return self._repair_locked(fd)
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def _repair_locked(self, fd: int) -> int | None:
+        size = os.fstat(fd).st_size
+        if not size or os.pread(fd, 1, size - 1) == b"\n":
+            return None
+        data = os.pread(fd, size, 0)
+        cut = data.rfind(b"\n") + 1
+        tail = data[cut:]
+        try:
+            Attempt.model_validate_json(tail)
+            os.write(fd, b"\n")  # a whole record that only lacks its newline (O_APPEND: at the end)
+            return None
+        except ValueError:
+            pass
+        with open(self.dir / TORN, "ab") as q:
+            q.write(tail + b"\n")
+            q.flush()
+            os.fsync(q.fileno())
+        os.ftruncate(fd, cut)
+        os.fsync(fd)
+        return data[:cut].count(b"\n") + 1
 
     def __iter__(self) -> Iterator[Attempt]:
         """Every attempt that parses; the lines that do not (a torn last line from a crash mid-write,

@@ -28,11 +28,11 @@ from pathlib import Path
 import problems as P
 from harness.measure.precision import DTYPE_NAMES
 
-from .config import EXECUTION_FIELDS, SweepConfig
+from .config import CPU_EVAL_DEFAULTS, EXECUTION_FIELDS, SweepConfig
 from .driver import ERRORS, Driver, SampleTask, read_errors
 from .executor import Executor, LocalExecutor
-from .progress import RunSummary, SweepProgress, level_of, print_summary, summarize
-from .store import ATTEMPTS, CONFIG, RunStore
+from .progress import RunSummary, SweepProgress, closing_line, level_of, print_summary, summarize
+from .store import ATTEMPTS, CONFIG, TORN, RunStore
 
 
 class SweepError(Exception):
@@ -97,7 +97,7 @@ def _default_run_dir(config: SweepConfig) -> Path:
 
 FROM_SAVED = "(from config.json)"  # --models of a --resume that names none: the saved run's
 SUMMARY = "summary.json"
-RUN_FILES = (CONFIG, CONFIG + ".tmp", ATTEMPTS, ERRORS, SUMMARY)  # what --force removes
+RUN_FILES = (CONFIG, CONFIG + ".tmp", ATTEMPTS, ERRORS, SUMMARY, TORN)  # what --force removes
 
 
 def settle(config: SweepConfig) -> SweepConfig:
@@ -244,6 +244,9 @@ def open_run(config: SweepConfig) -> RunStore:
         print(f"--force: starting {run_dir} over (removed {', '.join(old)})", file=sys.stderr)
     store = RunStore(run_dir)
     store.write_config(config.model_dump(mode="json", exclude={"force"}))  # a resume's: its execution knobs now
+    if config.resume and (line := store.repair_torn()):
+        print(f"{ATTEMPTS} line {line} was torn (a write cut off by a crash): moved to {TORN}; that attempt runs "
+              "again", file=sys.stderr)
     return store
 
 
@@ -359,17 +362,20 @@ async def _run(config: SweepConfig, *, executor: Executor | None, clients: dict 
                 pass
     attempts = store.attempts()
     previous = _finished_summary(store) if config.resume else None
+    wall = time.monotonic() - started
     if previous is not None and len(store.keys()) == before and set(outcomes) <= {"skipped"}:
-        return previous  # a finished run resumed with nothing left to do: its summary stands as written
+        # A finished run resumed with nothing left to do: summary.json stands as written; what is returned says so,
+        # with this invocation's own time (the CLI prints one line, not the earlier session's figures as new).
+        return previous.model_copy(update={"idle": True, "wall_s": wall, "new_attempts": 0})
     summary = RunSummary(
-        run_dir=str(store.dir), wall_s=time.monotonic() - started, attempts=len(attempts),
+        run_dir=str(store.dir), wall_s=wall, attempts=len(attempts),
         new_attempts=len(store.keys()) - before, errors=len(read_errors(store.dir)),
         outcomes=dict(sorted({o: outcomes.count(o) for o in set(outcomes)}.items())),
         cost_usd=sum(a.cost_usd or 0.0 for a in attempts), stopped_by_budget="budget" in outcomes,
         rows=summarize(attempts, config.protocols),
     )
-    if previous is not None:  # the time and invocations of the run so far, not only this resume's
-        summary.wall_s += previous.wall_s
+    if previous is not None:  # wall_s stays this invocation's own; the run's sessions are summed apart
+        summary.total_wall_s = (previous.total_wall_s if previous.total_wall_s is not None else previous.wall_s) + wall
         summary.invocations = previous.invocations + 1
     (store.dir / SUMMARY).write_text(summary.model_dump_json(indent=2))
     return summary
@@ -396,52 +402,115 @@ def build_parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", type=_csv, help="comma-separated specs: gpt, claude, openai:<m>, anthropic:<m>, "
                                                 "openai-compatible:<m>@<url>, replay:<path>, demo")
-    ap.add_argument("--levels", type=lambda s: [int(x) for x in _csv(s)], help="e.g. 1,2")
-    ap.add_argument("--problems", type=_csv, help="ids, e.g. level1/19_ReLU,1/20")
-    ap.add_argument("--strategies", type=_csv, help="prompt strategies (default one_shot); see prompts/strategies/")
+    ap.add_argument("--levels", type=lambda s: [int(x) for x in _csv(s)],
+                    help="KernelBench levels, e.g. 1,2 (default: all; a replay or demo model: its own problems)")
+    ap.add_argument("--problems", type=_csv, help="problem ids, e.g. level1/19_ReLU,1/20 (overrides --levels)")
+    ap.add_argument("--strategies", type=_csv, help="prompt strategies; see prompts/strategies/")
     ap.add_argument("--samples", type=int)
     ap.add_argument("--turns", type=int)
     ap.add_argument("--stop-on", choices=["verified", "naive", "none"])
-    ap.add_argument("--protocols", type=_csv, help="default naive,verified")
+    ap.add_argument("--protocols", type=_csv, help="protocols scored for every attempt")
     ap.add_argument("--device", help="cuda or cpu (default: cuda when a GPU is visible)")
-    ap.add_argument("--backend", choices=["cuda", "triton", "cpu"])
-    ap.add_argument("--size", choices=["small", "full"])
+    ap.add_argument("--backend", choices=["cuda", "triton", "cpu"], help="what the kernels are written in (default: cuda on a GPU, cpu on the CPU)")
+    ap.add_argument("--size", choices=["small", "full"], help="problem sizes (default: full on cuda, small on cpu)")
     ap.add_argument("--precision", choices=list(DTYPE_NAMES),
                     help="fp32 (default): the problems as written. bf16/fp16: inputs, parameters, the reference and its "
                          "baseline timing, and every kernel in that dtype, output expected in it, that dtype's tolerance "
                          "(TF32 does not apply); the prompts tell the model (harness.measure.precision)")
-    ap.add_argument("--gpus", type=int, help="evaluation workers (one per GPU)")
-    ap.add_argument("--build-workers", type=int)
+    ap.add_argument("--gpus", type=int, help="evaluation workers: one per GPU (default: every visible GPU; on cpu 1)")
+    ap.add_argument("--build-workers", type=int, help="parallel builds (default: the CPU count)")
     ap.add_argument("--concurrency", type=int, help="conversations in flight")
-    ap.add_argument("--budget-usd", type=float)
-    ap.add_argument("--run-dir", type=Path)
+    ap.add_argument("--budget-usd", type=float, help="stop starting model calls once the recorded spend reaches this (default: no limit)")
+    ap.add_argument("--run-dir", type=Path, help="where the run is written (default: runs/<timestamp>-<models>)")
     ap.add_argument("--resume", action="store_true", default=None,
                     help="continue the run in --run-dir as its config.json says; only execution options (concurrency, "
                          "gpus, build workers, budget, progress, executor) may be given anew, a different plan is refused")
     ap.add_argument("--force", action="store_true", default=None,
                     help="start over in a --run-dir that holds a run: its run files are removed once the new start "
                          "has passed every check")
-    ap.add_argument("--problems-dir", type=Path)
+    ap.add_argument("--problems-dir", type=Path, help="an external KernelBench-format directory (levelN/*.py) instead of the built-in catalog")
     ap.add_argument("--feedback", choices=["visible", "verdict_only"])
-    ap.add_argument("--hardware", help="spec sheet name for hardware_aware (H200, H100, A100, L40S, cpu)")
-    ap.add_argument("--max-tokens", type=int)
-    ap.add_argument("--temperature", type=float)
-    ap.add_argument("--reasoning-effort", choices=["none", "low", "medium", "high"])
-    ap.add_argument("--no-response-cache", dest="response_cache", action="store_false", default=None)
+    ap.add_argument("--hardware", help="spec sheet for hardware_aware: H200, H100, A100, L40S, cpu (default: detected)")
+    ap.add_argument("--max-tokens", type=int,
+                    help="output tokens per turn, reasoning included (default: the model's in models.toml, else 16000)")
+    ap.add_argument("--temperature", type=float, help="sampling temperature (default: the model's in models.toml, else not sent)")
+    ap.add_argument("--reasoning-effort", choices=["none", "low", "medium", "high"],
+                    help="for reasoning models (default: the model's in models.toml)")
+    ap.add_argument("--no-response-cache", dest="response_cache", action="store_false", default=None,
+                    help="call the model even when runs/.response_cache holds its answer to the same prompt")
     ap.add_argument("--eval-set", action="append", default=[], metavar="KEY=VALUE",
-                    help="override an evaluation setting: KEY is a field of harness.EvalSettings (harness/wire/job.py: "
-                         "naive_trials, verified_seconds_per_subject, eval_timeout_s, ...), e.g. "
-                         "verified_seconds_per_subject=2; an unknown key is refused with its close matches")
+                    help="override an evaluation setting (repeatable), e.g. verified_seconds_per_subject=2; an unknown "
+                         "key is refused with its close matches. KEY is a field of harness.EvalSettings "
+                         f"(harness/wire/job.py), default in brackets: {eval_set_keys()}. On a CPU the sweep "
+                         f"defaults to {_show(CPU_EVAL_DEFAULTS)}")
     ap.add_argument("--shapes", type=int, metavar="N",
                     help="also check every kernel's correctness (no timing) at N extra shapes of its problem (size "
                          "constants scaled down, harness.scoring.shapes; default 0: off); sets eval setting extra_shapes")
-    ap.add_argument("--executor", choices=["local", "ray"], help="where evaluations run (default local)")
+    ap.add_argument("--executor", choices=["local", "ray"], help="where evaluations run")
     ap.add_argument("--ray-address", help="Ray cluster to join: auto, or HOST:6379 (default: start a local Ray)")
     ap.add_argument("--gpu-type", help="Ray: only workers declaring resource gpu_type:<TYPE>, e.g. H200")
     ap.add_argument("--allow-gpu-types", type=_csv, help="Ray: other GPU types this sweep may run on, e.g. H100")
-    ap.add_argument("--progress", dest="progress", action="store_true", default=None)
-    ap.add_argument("--no-progress", dest="progress", action="store_false")
+    ap.add_argument("--progress", dest="progress", action="store_true", default=None,
+                    help="live progress line (default: only on a terminal)")
+    ap.add_argument("--no-progress", dest="progress", action="store_false",
+                    help="one plain line per finished conversation instead")
+    _describe(ap)
     return ap
+
+
+def eval_set_keys() -> str:
+    """'naive_trials [5], ...': every key --eval-set takes, with its default (harness.wire.job imports no torch)."""
+    from harness.wire.job import EvalSettings
+
+    return ", ".join(f"{k} [{f.default if f.default is not None else '-'}]"
+                     for k, f in EvalSettings.model_fields.items() if k != "precision")
+
+
+def _describe(ap: argparse.ArgumentParser) -> None:
+    """Every option a help text and its default: from SweepConfig's field where the option names none."""
+    fields = SweepConfig.model_fields
+    for action in ap._actions:
+        field = fields.get(action.dest)
+        if field is None or action.dest in ("resume", "force", "response_cache", "progress"):
+            continue
+        text = action.help or field.description or ""
+        default = None if field.is_required() else field.get_default(call_default_factory=True)
+        if default not in (None, [], {}) and "default" not in text.lower():
+            shown = _show(default) if isinstance(default, list | dict) else default
+            text = f"{text} (default: {shown})" if text else f"default: {shown}"
+        action.help = text.replace("%", "%%")
+
+
+def end_children() -> int:
+    """Kill what this process started (after Ctrl-C): builds and judges run in sessions of their own, out of reach of
+    the terminal's SIGINT, and a build in flight kept the interrupted sweep alive until its compiler finished (~75 s).
+    A child that leads its own process group is killed with its group (its compiler too). Linux's /proc; elsewhere
+    nothing. Returns how many were killed."""
+    import signal
+
+    me, killed = os.getpid(), 0
+    try:
+        entries = [e for e in os.listdir("/proc") if e.isdigit()]
+    except OSError:
+        return 0
+    for entry in entries:
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()  # after the command name, which may hold spaces
+        except OSError:
+            continue
+        pid, ppid, pgrp = int(entry), int(fields[1]), int(fields[2])
+        if ppid != me:
+            continue
+        try:
+            if pgrp == pid:
+                os.killpg(pid, signal.SIGKILL)
+            else:
+                os.kill(pid, signal.SIGKILL)
+            killed += 1
+        except (ProcessLookupError, PermissionError):
+            pass
+    return killed
 
 
 def config_from_args(args: argparse.Namespace) -> SweepConfig:
@@ -502,8 +571,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {msg[0] if len(msg) == 1 else ' '.join(m.strip() for m in msg)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        end_children()
         print("interrupted; continue with --resume", file=sys.stderr)
         return 130
+    if summary.idle:
+        print(f"nothing to do: every conversation of {summary.run_dir} was finished before ({summary.attempts} "
+              f"attempts, none new); {closing_line(summary.run_dir).split('; ', 1)[1]}")
+        return 0
     saved = RunStore(summary.run_dir).read_config() or {}
     print_summary(summary, saved.get("protocols", ["naive", "verified"]))
     return 0

@@ -25,30 +25,60 @@ Laid out by who runs the code (tests/test_harness_layout.py holds the imports to
     sandbox/       the parent's launcher: bubblewrap, seccomp, cgroup
 """
 
-from .errors import (
-    CandidateError,
-    CandidateRuntimeError,
-    CandidateTimeout,
-    CompileError,
-    HarnessError,
-    ProtocolViolation,
-)
-from .measure.device import usable_cpus
-from .measure.record import GuardOutcome, MeasurementRecord, Provenance, TrialResult
-from .runner import Evaluation, Evaluator, evaluate
-from .scoring.protocols import (
-    NAIVE,
-    PROTOCOLS,
-    VERDICTS,
-    VERIFIED,
-    Protocol,
-    ProtocolResult,
-    get_protocol,
-    score,
-    score_all,
-    sol_score,
-)
-from .wire.job import EvalSettings
+import importlib
+from typing import TYPE_CHECKING
+
+# The public names load on first use (PEP 562): ``import harness.eval`` for ``--help`` or ``harness.wire.job`` for
+# EvalSettings' fields must not import torch through runner and scoring (seconds on a loaded host).
+_HOME = {
+    **dict.fromkeys(("CandidateError", "CandidateRuntimeError", "CandidateTimeout", "CompileError", "HarnessError",
+                     "ProtocolViolation"), ".errors"),
+    "usable_cpus": ".measure.device",
+    **dict.fromkeys(("GuardOutcome", "MeasurementRecord", "Provenance", "TrialResult"), ".measure.record"),
+    **dict.fromkeys(("Evaluation", "Evaluator", "evaluate"), ".runner"),
+    **dict.fromkeys(("NAIVE", "PROTOCOLS", "VERDICTS", "VERIFIED", "Protocol", "ProtocolResult", "get_protocol", "score",
+                     "score_all", "sol_score"), ".scoring.protocols"),
+    "EvalSettings": ".wire.job",
+}
+
+
+def __getattr__(name: str):
+    if name not in _HOME:
+        raise AttributeError(f"module 'harness' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME])
+
+
+if TYPE_CHECKING:
+    from .errors import (
+        CandidateError,
+        CandidateRuntimeError,
+        CandidateTimeout,
+        CompileError,
+        HarnessError,
+        ProtocolViolation,
+    )
+    from .measure.device import usable_cpus
+    from .measure.record import GuardOutcome, MeasurementRecord, Provenance, TrialResult
+    from .runner import Evaluation, Evaluator, evaluate
+    from .scoring.protocols import (
+        NAIVE,
+        PROTOCOLS,
+        VERDICTS,
+        VERIFIED,
+        Protocol,
+        ProtocolResult,
+        get_protocol,
+        score,
+        score_all,
+        sol_score,
+    )
+    from .wire.job import EvalSettings
 
 __all__ = [
     "NAIVE", "PROTOCOLS", "VERDICTS", "VERIFIED", "CandidateError", "CandidateRuntimeError", "CandidateTimeout",

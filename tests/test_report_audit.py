@@ -93,7 +93,7 @@ def test_text_cli(run, capsys):
     relu = next(b for b in block if b.startswith(RELU))
     assert "naive correct 10.00x -> verified incorrect -" in relu  # no speedup beside a wrong kernel
     assert "step     hidden_inputs: correct -> incorrect" in relu
-    assert "verified neg seed 104 (perturbed params): max abs 1, max rel 1, needs tol 1 (allowed 0.001)" in relu
+    assert "verified trial neg, seed 104 (perturbed params): max abs 1, max rel 1, needs tol 1 (allowed 0.001)" in relu
     assert "TF32 baseline's own error 1e-06 (allows 4e-06)" in relu and "fails from hidden_inputs" in relu
     assert "mapping not recorded" in relu and "guards   none failed" in relu
     cache = next(b for b in block if b.startswith(CACHE))

@@ -125,3 +125,37 @@ def test_eval_cli_json_is_strict_and_round_trips_a_nan_record():
     back = MeasurementRecord.model_validate(data["record"])
     assert math.isinf(back.naive_trials[0].error.max_abs)
     assert data["protocols"]["verified"]["verdict"] == "incorrect"
+
+
+def test_a_torn_last_line_is_moved_out_once_not_warned_about_forever(tmp_path, capsys):
+    """Issue 33: a crash mid-write left a torn last line that every report warned about again."""
+    d = tmp_path / "run"
+    write_synthetic_run(d)
+    good = (d / "attempts.jsonl").read_bytes()
+    n_lines = good.count(b"\n")
+    torn = good.splitlines()[0][:57]  # the start of a record, cut off: no newline
+    with open(d / "attempts.jsonl", "ab") as f:
+        f.write(torn)
+    rep = build_report(d, resamples=0)
+    assert rep.notes[0].startswith(f"attempts.jsonl line {n_lines + 1} was torn") and "attempts.torn" in rep.notes[0]
+    assert rep.unreadable == []
+    assert (d / "attempts.jsonl").read_bytes() == good
+    assert (d / "attempts.torn").read_bytes() == torn + b"\n"  # kept, as it was
+    again = build_report(d, resamples=0)
+    assert not any("torn" in n for n in again.notes) and again.n_attempts == rep.n_attempts
+
+
+def test_an_append_after_a_torn_line_moves_it_out(tmp_path):
+    store = RunStore(tmp_path / "run")
+    a = attempt_for(None, "level1/19_ReLU", 19)
+    store.append(a)
+    with open(store.path, "ab") as f:
+        f.write(b'{"model": "x", "probl')
+    store.append(a.model_copy(update={"turn": 2}))
+    assert [x.turn for x in store] == [1, 2] and store.unreadable == []
+    assert (tmp_path / "run" / "attempts.torn").read_bytes() == b'{"model": "x", "probl\n'
+    # a whole record missing only its newline is kept, not moved
+    with open(store.path, "ab") as f:
+        f.write(a.model_copy(update={"turn": 3}).model_dump_json().encode())
+    assert store.repair_torn() is None
+    assert [x.turn for x in store] == [1, 2, 3]

@@ -140,3 +140,102 @@ def test_unknown_eval_setting_suggests_close_matches():
 def test_help_says_where_eval_set_keys_come_from(tmp_path):
     out = sweep("--help", tmp_path=tmp_path)
     assert out.returncode == 0 and "harness.EvalSettings" in out.stdout and "--force" in out.stdout
+
+
+def test_help_lists_every_eval_set_key_with_its_default_and_every_option_has_help(tmp_path):
+    from agents.sweep import build_parser
+    from harness.wire.job import EvalSettings
+
+    text = " ".join(build_parser().format_help().split())  # argparse wraps at the terminal's width
+    for key, field in EvalSettings.model_fields.items():
+        if key != "precision":  # --precision sets it
+            assert f"{key} [{field.default if field.default is not None else '-'}]" in text, key
+    assert "--turns TURNS maximum turns per conversation (default: 3)" in text
+    assert "--concurrency CONCURRENCY conversations in flight (default: 32)" in text
+    assert "PydanticUndefined" not in text
+    undocumented = [a.option_strings for a in build_parser()._actions if a.option_strings and not a.help]
+    assert undocumented == []
+
+
+def test_help_parses_without_importing_torch():
+    """--help took 12-16 s on a loaded host: torch (through harness.runner) was imported before argparse ran."""
+    code = ("import sys\nfrom agents.sweep import build_parser\n"
+            "try:\n    build_parser().parse_args(['--help'])\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip().splitlines()[-1] == "[]", (out.stdout, out.stderr)
+
+
+def test_resume_with_nothing_left_says_so_in_one_line(tmp_path, capsys, monkeypatch):
+    """A finished run resumed printed the earlier session's table as if it were this one's."""
+    import agents.sweep as S
+    from agents.progress import RunSummary
+
+    run_dir = tmp_path / "run"
+    saved_run(run_dir)
+    done = RunSummary(run_dir=str(run_dir), wall_s=500.0, attempts=1, new_attempts=1)
+    monkeypatch.setattr(S, "run_sweep", lambda config: done.model_copy(update={"idle": True, "wall_s": 0.1,
+                                                                                "new_attempts": 0}))
+    assert S.main(["--run-dir", str(run_dir), "--resume", "--no-progress"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith("nothing to do:") and "500" not in out[0], out
+    assert f"python -m agents.report {run_dir}" in out[0]
+
+
+def test_resume_moves_a_torn_last_line_out_once(tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    saved_run(run_dir)
+    (run_dir / "attempts.jsonl").write_text('{"model": "demo", "strat')  # a kill mid-write
+    resume = SweepConfig(models=["demo"], run_dir=run_dir, resume=True)
+    prepare(resume)
+    assert "line 1 was torn" in capsys.readouterr().err
+    assert (run_dir / "attempts.jsonl").read_text() == "" and (run_dir / "attempts.torn").exists()
+    prepare(resume)
+    assert "torn" not in capsys.readouterr().err
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # a zombie has ended
+    except OSError:
+        return False
+
+
+def test_ctrl_c_ends_what_the_sweep_started(tmp_path, monkeypatch, capsys):
+    """A build in flight (its own session, out of reach of the terminal's SIGINT) kept an interrupted sweep alive
+    until its compiler finished: after Ctrl-C the sweep kills its children's process groups, grandchildren too."""
+    import signal
+    import time
+
+    import agents.sweep as S
+
+    pids = tmp_path / "pids"
+    # A "build": a session leader whose child (the "compiler") would run for minutes.
+    build = subprocess.Popen([sys.executable, "-c", "import subprocess, sys, time\n"
+                              "c = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+                              f"open({str(pids)!r}, 'w').write(str(c.pid))\ntime.sleep(600)\n"],
+                             start_new_session=True)
+    try:
+        while not pids.exists() or not pids.read_text():
+            assert build.poll() is None
+            time.sleep(0.05)
+        compiler = int(pids.read_text())
+
+        def interrupted(config):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(S, "run_sweep", interrupted)
+        assert S.main(["--models", "demo", "--run-dir", str(tmp_path / "run"), "--no-progress"]) == 130
+        assert "interrupted; continue with --resume" in capsys.readouterr().err
+        assert build.wait(timeout=60) == -signal.SIGKILL
+        deadline = time.monotonic() + 60  # only a bound on the wait for init to reap it, not a speed limit
+        while _alive(compiler) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _alive(compiler), "the build's child outlived the interrupted sweep"
+    finally:
+        try:
+            os.killpg(build.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        build.wait()

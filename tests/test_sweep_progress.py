@@ -81,8 +81,21 @@ def test_each_plain_line_carries_the_eta():
 def test_closing_line_says_where_the_results_are_and_how_to_open_them():
     out = io.StringIO()
     print_summary(RunSummary(run_dir="runs/demo"), ["naive", "verified"], stream=out)
-    last = out.getvalue().strip().splitlines()[-1]
-    assert "results: runs/demo/" in last and "python -m agents.report runs/demo" in last and "--html" in last
+    text = out.getvalue()
+    closing = text[text.index("results: "):].split()
+    assert closing[:2] == ["results:", "runs/demo/"]
+    assert " ".join(closing[closing.index("report:"):][:5]) == "report: python -m agents.report runs/demo"
+    assert "--html" in closing
+
+
+def test_closing_lines_fit_80_columns_with_the_report_command_whole(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "80")
+    out = io.StringIO()
+    run_dir = "runs/20261203-101500-claude-opus-4-5+gpt-5"
+    print_summary(RunSummary(run_dir=run_dir), ["naive", "verified"], stream=out)
+    lines = out.getvalue().splitlines()
+    assert max(map(len, lines)) <= 80
+    assert any(f"python -m agents.report {run_dir}" in ln for ln in lines)
 
 
 def test_the_per_conversation_line_shows_no_speedup_beside_a_wrong_verdict():

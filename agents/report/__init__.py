@@ -14,24 +14,34 @@ Public surface::
     python -m agents.report RUN [--headline] [--audit] [--json] [--html PATH] [--compare RUN2] [--plots DIR]
 """
 
-from .audit import Audit, AuditEntry, audit_record, audit_run, audit_threads, format_audit
-from .build import (
-    ALL,
-    HeadlineRow,
-    KernelChange,
-    KernelView,
-    Report,
-    TurnRow,
-    Waterfall,
-    WaterfallStep,
-    build_headline,
-    build_report,
-)
-from .headline import COLUMNS, SUBSETS, FlaggedProblem, HeadlineSubset, HeadlineSystem, HeadlineView
-from .html import render_html, write_html
-from .plots import render_all, save_plots
-from .text import format_headline, print_headline, print_report
-from .waterfall import COMPONENTS, alone, steps, without
+import importlib
+
+# The public names load on first use (PEP 562): ``python -m agents.report --help`` imports this package first, and
+# build, plots and html import torch, numpy and matplotlib (seconds on a loaded host).
+_HOME = {
+    **dict.fromkeys(("Audit", "AuditEntry", "audit_record", "audit_run", "audit_threads", "format_audit"), ".audit"),
+    **dict.fromkeys(("ALL", "HeadlineRow", "KernelChange", "KernelView", "Report", "TurnRow", "Waterfall",
+                     "WaterfallStep", "build_headline", "build_report"), ".build"),
+    **dict.fromkeys(("COLUMNS", "SUBSETS", "FlaggedProblem", "HeadlineSubset", "HeadlineSystem", "HeadlineView"),
+                    ".headline"),
+    **dict.fromkeys(("render_html", "write_html"), ".html"),
+    **dict.fromkeys(("render_all", "save_plots"), ".plots"),
+    **dict.fromkeys(("format_headline", "print_headline", "print_report"), ".text"),
+    **dict.fromkeys(("COMPONENTS", "alone", "steps", "without"), ".waterfall"),
+}
+
+
+def __getattr__(name: str):
+    if name not in _HOME:
+        raise AttributeError(f"module 'agents.report' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_HOME[name], __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOME])
+
 
 __all__ = [
     "ALL", "COLUMNS", "COMPONENTS", "SUBSETS", "Audit", "AuditEntry", "FlaggedProblem", "HeadlineRow",

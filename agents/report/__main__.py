@@ -1,17 +1,23 @@
-"""python -m agents.report RUN [--headline] [--audit] [--json] [--html PATH] [--compare RUN2] [--plots DIR] [--fast-p-on point|lower]"""
+"""python -m agents.report RUN [--headline] [--audit] [--json] [--html PATH] [--compare RUN2] [--plots DIR] [--export FILE]
+[--fast-p-on point|lower]"""
 
 from __future__ import annotations
 
 import argparse
 import sys
-
-from harness.scoring.protocols import CONSERVATIVE_CREDIT
+from pathlib import Path
 
 from .. import metrics as M
 from ..turns import DEFAULT_TURN_POLICY, TURN_POLICIES, turn_label
 
+EXPORTS = (".csv", ".md", ".parquet")
 
-def main(argv: list[str] | None = None) -> int:
+
+class UsageError(Exception):
+    """Input the user can fix: one line, exit 2, nothing written."""
+
+
+def build_parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="python -m agents.report", description=__doc__)
     ap.add_argument("run", help="run directory (runs/<name>)")
     ap.add_argument("--json", action="store_true", help="print the whole report as JSON instead of tables")
@@ -23,41 +29,94 @@ def main(argv: list[str] | None = None) -> int:
                     help="print, instead of the report, one adjudication block per kernel whose verdict changed "
                          "between naive and verified (JSON with --json)")
     ap.add_argument("--html", metavar="PATH", help="write a self-contained HTML report")
-    ap.add_argument("--compare", metavar="RUN2", help="a second run to compare the headline with")
+    ap.add_argument("--compare", metavar="RUN2", help="a second run to compare the headline with (runs over "
+                                                      "different problems: the shared problems only, with a note)")
     ap.add_argument("--plots", metavar="DIR", help="write PNG plots into DIR")
+    ap.add_argument("--export", metavar="FILE",
+                    help="also write the per-attempt table as the report scored it (one row per turn: each protocol's "
+                         "verdict, speedup and interval, the speedup counted, noise) to FILE.csv, FILE.md (Markdown) "
+                         "or FILE.parquet")
     ap.add_argument("--turn", choices=TURN_POLICIES, default=DEFAULT_TURN_POLICY,
                     help=f"which turn of each (problem, sample) counts (default: {DEFAULT_TURN_POLICY}, the "
                          f"{turn_label(DEFAULT_TURN_POLICY)}, as the sweep's closing table)")
     ap.add_argument("--fast-p-on", choices=["point", "lower"], default="point",
                     help="which speedup fast_p and geomean count: point (default: point estimates, except that under "
-                         "verified " + CONSERVATIVE_CREDIT.replace("%", "%%") + ") or lower (every protocol on its "
-                         "95%% interval's lower bound)")
-    ap.add_argument("--resamples", type=int, default=M.BOOTSTRAP_RESAMPLES, help="bootstrap resamples (0 = no CIs)")
-    ap.add_argument("--seed", type=int, default=M.BOOTSTRAP_SEED)
-    args = ap.parse_args(argv)
+                         "verified a noisy speedup counts no higher than its 95%% interval's lower bound; "
+                         "harness.scoring.protocols.CONSERVATIVE_CREDIT) or lower (every protocol on its 95%% "
+                         "interval's lower bound)")
+    ap.add_argument("--resamples", type=int, default=M.BOOTSTRAP_RESAMPLES,
+                    help=f"bootstrap resamples (0 = no CIs; default: {M.BOOTSTRAP_RESAMPLES})")
+    ap.add_argument("--seed", type=int, default=M.BOOTSTRAP_SEED,
+                    help=f"bootstrap seed (default: {M.BOOTSTRAP_SEED})")
+    return ap
+
+
+def check_run(path: str, option: str = "RUN") -> None:
+    from ..store import ATTEMPTS
+
+    p = Path(path)
+    if not p.exists():
+        raise UsageError(f"{option} {path}: no such run directory")
+    if not p.is_dir():
+        raise UsageError(f"{option} {path} is a file, not a run directory")
+    if not (p / ATTEMPTS).is_file():
+        raise UsageError(f"{option} {path} has no {ATTEMPTS}: not a run directory (a sweep writes one)")
+
+
+def check_output(path: str, option: str, *, folder: bool = False) -> None:
+    """An output path the report can write: checked before anything is computed or written."""
+    p = Path(path)
+    if folder:
+        if p.exists() and not p.is_dir():
+            raise UsageError(f"{option} {path} is a file, not a directory")
+        near = next(d for d in (p.absolute(), *p.absolute().parents) if d.exists())
+        if not near.is_dir():
+            raise UsageError(f"{option} {path}: {near} is a file, not a directory")
+        return
+    if p.is_dir():
+        raise UsageError(f"{option} {path} is a directory; give a file name")
+    if not p.absolute().parent.is_dir():
+        raise UsageError(f"{option} {path}: no such directory {p.absolute().parent}")
+
+
+def check_args(args: argparse.Namespace) -> None:
+    check_run(args.run)
+    if args.compare:
+        check_run(args.compare, "--compare")
+    if args.resamples < 0:
+        raise UsageError(f"--resamples takes 0 or more, not {args.resamples}")
+    if args.plots:
+        check_output(args.plots, "--plots", folder=True)
+    if args.html:
+        check_output(args.html, "--html")
+    if args.export:
+        if Path(args.export).suffix.lower() not in EXPORTS:
+            raise UsageError(f"--export {args.export}: name a .csv, .md or .parquet file")
+        check_output(args.export, "--export")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        check_args(args)
+    except UsageError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
     if args.audit:
         from .audit import audit_run, format_audit
 
-        try:
-            audit = audit_run(args.run)
-        except FileNotFoundError as e:
-            print(f"error: {e}", file=sys.stderr)
-            return 2
+        audit = audit_run(args.run)
         print(audit.model_dump_json(indent=2) if args.json else format_audit(audit).rstrip("\n"))
-        if not (args.html or args.plots):
+        if not (args.html or args.plots or args.export):
             return 0
 
     from .build import build_report
 
-    try:
-        rep = build_report(args.run, turn_policy=args.turn, resamples=args.resamples, seed=args.seed,
-                           compare=args.compare, fast_p_on=args.fast_p_on)
-    except FileNotFoundError as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
+    rep = build_report(args.run, turn_policy=args.turn, resamples=args.resamples, seed=args.seed,
+                       compare=args.compare, fast_p_on=args.fast_p_on)
     if args.audit:
-        pass  # printed above; the report is built only for --html/--plots
+        pass  # printed above; the report is built only for --html/--plots/--export
     elif args.headline:
         from .text import format_headline
 
@@ -69,6 +128,11 @@ def main(argv: list[str] | None = None) -> int:
         from .text import print_report
 
         print_report(rep)
+    if args.export:
+        from .export import export_attempts
+
+        rows = export_attempts(rep, args.export)
+        print(f"export: {args.export} ({rows} attempts)", file=sys.stderr)
     plots = None
     if args.plots or args.html:
         from .plots import render_all, skipped_plots
@@ -77,8 +141,6 @@ def main(argv: list[str] | None = None) -> int:
         for name, why in skipped_plots(rep).items():
             print(f"plot {name} not drawn: {why}", file=sys.stderr)
     if args.plots:
-        from pathlib import Path
-
         out = Path(args.plots)
         out.mkdir(parents=True, exist_ok=True)
         for name, png in plots.items():

@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from harness.judge.adversarial import NAMES as ADVERSARIAL_NAMES
 from harness.measure.guard_registry import BY_NAME, severity
 from harness.measure.record import MeasurementRecord, TrialResult
 from harness.scoring.protocols import NAIVE, VERIFIED, Protocol, ProtocolResult, score
@@ -139,6 +140,8 @@ def _trial_verdict(record: MeasurementRecord, trial: TrialResult, p: Protocol) -
     of the record that holds only this trial (no guards, no roofline: correctness alone)."""
     if trial.reference_nonfinite or (p.distributions is not None and trial.distribution not in p.distributions):
         return False, ""
+    if not p.adversarial and trial.distribution in ADVERSARIAL_NAMES:
+        return False, ""  # a step before adversarial_inputs does not count it: the trial cannot fail there
     probe = record.model_copy(update={"status": "ok", "naive_trials": [trial], "verified_trials": [trial],
                                       "guards": [], "roofline": None})
     q = p.model_copy(update={"enforce_guards": False, "roofline_floor": False, "distributions": None})
@@ -282,7 +285,8 @@ def vxs(verdict: str, v: float | None) -> str:
 
 
 def trial_line(t: TrialEvidence) -> str:
-    head = f"{t.trials} {t.distribution} seed {t.seed} ({t.params} params)"
+    # 'naive trial, seed 42' (not 'naive naive seed 42'): the distribution only when it is not the trial set's name
+    head = f"{t.trials} trial{'' if t.distribution == t.trials else ' ' + t.distribution}, seed {t.seed} ({t.params} params)"
     if t.exception:
         body = f"raised {t.exception}"
     else:

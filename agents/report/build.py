@@ -26,7 +26,7 @@ from harness.scoring.shapes import lines as shape_lines
 
 from .. import metrics as M
 from ..audit.log import JudgeEntry, read_judgements
-from ..store import ATTEMPTS, RunStore, Unreadable
+from ..store import ATTEMPTS, TORN, RunStore, Unreadable
 from ..turns import DEFAULT_TURN_POLICY, TurnPolicy, turn_label
 from . import waterfall as W
 from .audit import AuditEntry, audit_threads
@@ -101,6 +101,9 @@ class KernelChange(BaseModel):
     verdict_changed_at: str | None = None
     verdict_change: str | None = Field(None, description="'correct -> incorrect' at that step")
     verdict_reasons: list[str] = Field(default_factory=list, description="reasons new at that step")
+    later_changes: list[str] = Field(default_factory=list, description="each later verdict change, 'step: a -> b' "
+                                                                       "(a guard step that makes an incorrect kernel a "
+                                                                       "hack)")
     fast_1_changed_at: str | None = Field(None, description="first step where 'correct and speedup > 1' flips")
     largest_speedup_move_at: str | None = None
     largest_speedup_factor: float | None = Field(None, description="speedup after / before at that step")
@@ -208,6 +211,8 @@ class Report(BaseModel):
                                           "python -m agents.audit RUN --judge ...): shown beside verdicts, never changing one")
     compare: list[CompareRow] | None = None
     compare_run: str | None = None
+    compare_note: str | None = Field(None, description="the runs compared hold different problems: which were compared")
+    problem_ids: list[str] = Field(default_factory=list, description="N: every problem the report counts")
     unreadable: list[Unreadable] = Field(
         default_factory=list, description="stored lines or records that could not be read: each costs its row "
         "(a line that does not parse is left out; an attempt whose record does not load counts as not "
@@ -300,6 +305,8 @@ def _trace(thread: Thread, s, chain: list[tuple[str, str, Protocol]]) -> KernelC
             kc.verdict_changed_at = cur.step
             kc.verdict_change = f"{prev.verdict} -> {cur.verdict}"
             kc.verdict_reasons = [r for r in cur.reasons if r not in prev.reasons] or cur.reasons
+        elif cur.verdict != prev.verdict:
+            kc.later_changes.append(f"{cur.step}: {prev.verdict} -> {cur.verdict}")
         if kc.fast_1_changed_at is None and fast(cur) != fast(prev):
             kc.fast_1_changed_at = cur.step
         if prev.speedup and cur.speedup:
@@ -312,6 +319,11 @@ def _trace(thread: Thread, s, chain: list[tuple[str, str, Protocol]]) -> KernelC
     if kc.verdict_changed_at:
         why = "; ".join(kc.verdict_reasons[:3])
         parts.append(f"verdict {kc.verdict_change} at {kc.verdict_changed_at}" + (f" ({why})" if why else ""))
+        for later in kc.later_changes:  # the step that made the last verdict, when it is not the first change
+            step, change = later.split(": ", 1)
+            now = next(r for r in results if r.step == step)
+            new_why = "; ".join(r for r in now.reasons if r.startswith("guard "))[:200]
+            parts.append(f"then {change} at {step}" + (f" ({new_why})" if new_why else ""))
     i = [r.step for r in results].index(kc.largest_speedup_move_at) if kc.largest_speedup_move_at else 0
     if (kc.largest_speedup_move_at and kc.largest_speedup_factor
             and abs(math.log(kc.largest_speedup_factor)) > math.log(1.1)
@@ -344,6 +356,8 @@ def _turn_view(s, protocols: Sequence[Protocol]) -> TurnView:
         tv.shape_specialised, tv.shapes = rec.shape_specialised, shape_lines(rec)
         tv.guards = [g.model_dump() for g in rec.guards]
         prov = rec.provenance.model_dump()
+        if rec.status == "compile_error":  # it never ran: no claim about what it calls (harness.eval says the same)
+            prov = {"backend": prov.get("backend"), "notes": ["as written; it did not build, so nothing ran"]}
         tv.provenance = {k: v for k, v in prov.items() if v not in (None, False, [], "")}
     return tv
 
@@ -388,14 +402,22 @@ def build_report(
     compare: str | Path | None = None,
     levels_waterfall: bool = True,
     fast_p_on: FastPOn = "point",
+    only_problems: set[str] | None = None,
 ) -> Report:
-    """Score every stored record of ``run_dir`` and compute all tables. Nothing is re-measured."""
+    """Score every stored record of ``run_dir`` and compute all tables. Nothing is re-measured. ``only_problems``:
+    these problem ids alone (``--compare`` of two runs with different problems counts the shared ones)."""
     run_dir = Path(run_dir)
     if not (run_dir / ATTEMPTS).is_file():
         raise FileNotFoundError(f"{run_dir} has no {ATTEMPTS}: not a run directory")
     store = RunStore(run_dir)
+    try:
+        torn = store.repair_torn()  # once: the next report does not warn about it again
+    except OSError:  # a run directory this user cannot write: the torn line stays, and is reported as unreadable
+        torn = None
     threads = load_threads(store)
     unreadable = list(store.unreadable)
+    if only_problems is not None:
+        threads = [t for t in threads if t.problem_id in only_problems]
     for t in threads:
         for sc in t.turns:
             if sc.load_error:
@@ -409,6 +431,8 @@ def build_report(
         raise ValueError(f"protocol names must be distinct: {names}")
     config = store.read_config()
     uni = _universe(threads, config)
+    if only_problems is not None:
+        uni = {k: v & only_problems for k, v in uni.items() if v & only_problems or k == ALL}
     levels = sorted((k for k in uni if k != ALL), key=lambda s: (not s.isdigit(), int(s) if s.isdigit() else 0, s))
     systems = sorted({(t.model, t.strategy, t.precision) for t in threads})
     n_attempts = sum(len(t.turns) for t in threads)
@@ -497,6 +521,9 @@ def build_report(
         notes.insert(0, f"{len(unreadable)} stored line(s) or record(s) could not be read and cost their rows: "
                      + "; ".join(f"line {u.line}" + (f" ({u.key})" if u.key else "") + f": {u.reason}"
                                  for u in unreadable[:5]) + (" ..." if len(unreadable) > 5 else ""))
+    if torn:
+        notes.insert(0, f"{ATTEMPTS} line {torn} was torn (a write cut off by a crash) and was moved to {TORN}; "
+                        "the attempt it held is not counted (a --resume runs it again)")
     if W.uncovered_fields():
         notes.append(f"waterfall does not cover protocol fields {W.uncovered_fields()}")
     if not W.same_scoring(chain[-1][2], on_basis(VERIFIED, fast_p_on)):
@@ -507,14 +534,25 @@ def build_report(
         protocols=[p.key for p in protos], turn_policy=turn_policy, fast_p_on=fast_p_on, resamples=resamples, seed=seed,
         n_attempts=n_attempts, models=sorted({m for m, _, _ in systems}), strategies=sorted({s for _, s, _ in systems}),
         precisions=sorted({p for _, _, p in systems}) or ["fp32"],
-        levels=levels, universe={k: len(v) for k, v in uni.items()}, headline=headline, headline_view=view, headline_vs_compile=vs_compile, waterfalls=waterfalls,
+        levels=levels, universe={k: len(v) for k, v in uni.items()}, problem_ids=sorted(uni.get(ALL, set())), headline=headline, headline_view=view, headline_vs_compile=vs_compile, waterfalls=waterfalls,
         kernel_changes=kernel_changes, by_turn=by_turn, kernels=kernels, audit=audit, judge=read_judgements(run_dir), unreadable=unreadable,
         notes=notes,
     )
     if compare is not None:
-        other = build_report(compare, protocols=protocols, turn_policy=turn_policy, resamples=0, seed=seed,
-                             levels_waterfall=False, fast_p_on=fast_p_on)
-        rep.compare = _compare_rows(rep, other)
+        again = dict(protocols=protocols, turn_policy=turn_policy, resamples=0, seed=seed, levels_waterfall=False,
+                     fast_p_on=fast_p_on)
+        other, mine = build_report(compare, **again), rep
+        if set(other.problem_ids) != set(rep.problem_ids):
+            # Two runs over different problems differ by their problems first: compare the shared ones only.
+            shared = set(other.problem_ids) & set(rep.problem_ids)
+            rep.compare_note = (f"--compare: {rep.run} has {len(rep.problem_ids)} problems, {other.run} "
+                                f"{len(other.problem_ids)}; the comparison counts only the {len(shared)} both have "
+                                f"({len(rep.problem_ids) - len(shared)} only in {rep.run}, "
+                                f"{len(other.problem_ids) - len(shared)} only in {other.run})")
+            rep.notes.insert(0, rep.compare_note)
+            mine = build_report(run_dir, **again, only_problems=shared)
+            other = build_report(compare, **again, only_problems=shared)
+        rep.compare = _compare_rows(mine, other)
         rep.compare_run = other.run
     return rep
 

@@ -50,6 +50,7 @@ TEMPLATE = r"""<!doctype html>
 <p class="muted">Run <b>{{ rep.run }}</b> · {{ rep.n_attempts }} attempts · models {{ rep.models|join(", ") }} ·
 strategies {{ rep.strategies|join(", ") }} · levels {{ rep.levels|join(", ") }} · N = {{ rep.universe.get("all", 0) }} problems ·
 protocols {{ rep.protocols|join(", ") }} · fast_p and geomean on <b>{{ basis }}</b> · generated {{ rep.generated_at }}</p>
+{% if noisy_warning %}<p class="fail">{{ noisy_warning }}</p>{% endif %}
 {% if rep.unreadable %}<p class="fail">{{ rep.unreadable|length }} stored line(s)/record(s) could not be read; their rows are lost:
 {% for u in rep.unreadable %}line {{ u.line }}{% if u.key %} ({{ u.key }}){% endif %}: {{ u.reason }}{% if not loop.last %}; {% endif %}{% endfor %}</p>{% endif %}
 
@@ -135,12 +136,12 @@ protocols {{ rep.protocols|join(", ") }} · fast_p and geomean on <b>{{ basis }}
 
 <h3 id="changes">Why each kernel's result moved</h3>
 <table>
-<tr><th class="l">system</th><th class="l">problem</th><th>sample</th><th>turn</th><th>naive</th><th>verified</th><th class="l">responsible step</th><th class="l">why</th></tr>
+<tr><th class="l">system</th><th class="l">problem</th><th>sample</th><th>turn</th><th>naive</th><th>verified</th><th class="l">responsible steps</th><th class="l">why</th></tr>
 {% for k in changes %}
 <tr><td class="l">{{ sysname(k.model, k.strategy, k.precision) }}</td><td class="l"><a href="#k-{{ anchor(k) }}">{{ k.problem_id }}</a></td><td>{{ k.sample }}</td><td>{{ k.turn }}{% if not k.final %} <span class="ci">(not final)</span>{% endif %}</td>
 <td><span class="v-{{ k.steps[0].verdict }}">{{ k.steps[0].verdict }}</span> {{ vx(k.steps[0].verdict, k.steps[0].speedup) }}</td>
 <td><span class="v-{{ k.steps[-1].verdict }}">{{ k.steps[-1].verdict }}</span> {{ vx(k.steps[-1].verdict, k.steps[-1].speedup) }}</td>
-<td class="l">{{ k.verdict_changed_at or k.fast_1_changed_at or k.largest_speedup_move_at }}</td><td class="l">{{ k.explanation }}</td></tr>
+<td class="l">{{ k.verdict_changed_at or k.fast_1_changed_at or k.largest_speedup_move_at }}{% if k.verdict_changed_at %}{% for c in k.later_changes %}, {{ c.split(":")[0] }}{% endfor %}{% endif %}</td><td class="l">{{ k.explanation }}</td></tr>
 {% endfor %}
 </table>
 
@@ -196,6 +197,7 @@ evidence (<code>python -m agents.audit RUN --judge ...</code>); its answer is sh
 
 {% if rep.compare is not none %}
 <h2 id="compare">Compare: {{ rep.run }} (A) vs {{ rep.compare_run }} (B)</h2>
+{% if rep.compare_note %}<p>{{ rep.compare_note }}</p>{% endif %}
 <table><tr><th class="l">system</th><th>level</th><th class="l">protocol</th><th>correct A</th><th>correct B</th><th>fast_1 A</th><th>fast_1 B</th><th>geomean A</th><th>geomean B</th></tr>
 {% for r in rep.compare %}<tr><td class="l">{{ sysname(r.model, r.strategy, r.precision_a or r.precision_b or "fp32") }}{% if r.precision_a and r.precision_b and r.precision_a != r.precision_b %} (A {{ r.precision_a }}, B {{ r.precision_b }}){% endif %}</td><td>{{ r.level }}</td><td class="l">{{ r.protocol }}</td><td>{{ r.a.get("correct", "-") }}</td><td>{{ r.b.get("correct", "-") }}</td><td>{{ pct(r.a.get("fast_1")) }}</td><td>{{ pct(r.b.get("fast_1")) }}</td><td>{{ x(r.a.get("geomean")) }}</td><td>{{ x(r.b.get("geomean")) }}</td></tr>{% endfor %}
 </table>
@@ -303,7 +305,7 @@ def render_html(rep: Report, plots: dict[str, bytes] | None = None) -> str:
         hv_protos=rep.headline_view.protocols if rep.headline_view else [],
         hv_title=T.headline_title(rep.headline_view) if rep.headline_view else "",
         hv_notes=T.headline_notes(rep.headline_view) if rep.headline_view else [],
-        changes=changes, judges=judges, strategy_rows=[r for r in rep.headline if r.level == ALL],
+        changes=changes, judges=judges, noisy_warning=T.noisy_warning(rep), strategy_rows=[r for r in rep.headline if r.level == ALL],
         plots={k: base64.b64encode(v).decode() for k, v in plots.items()},
         turn_counts=turn_label(rep.turn_policy), skipped_plots=skipped_plots(rep), x=T.x, vx=T.vx, pct=T.pct, ci=ci, iv=T.interval, basis=T.basis(rep), basis_long=BASIS[rep.fast_p_on], guards=lambda s: T.guards_cell(s, limit=6),
         g=A.g, params_line=A.params_line, guard_line=A.guard_line,

@@ -10,6 +10,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import MaxNLocator  # noqa: E402
 
 from .. import metrics as M  # noqa: E402
 from .build import ALL, Report  # noqa: E402
@@ -30,14 +31,21 @@ def _system(model: str, strategy: str, rep: Report, precision: str = "fp32") -> 
     return name if rep.precisions == ["fp32"] else f"{name} · {precision}"
 
 
-def fast_p_curve(rep: Report) -> bytes:
+# Naive drawn thin, dashed and on top of a wide pale verified line: where the two agree (often at high p), the
+# naive line stays visible instead of hiding under the verified one.
+LINE = {"naive": dict(lw=1.4, zorder=3, alpha=1.0), "verified": dict(lw=3.2, zorder=2, alpha=0.55)}
+
+
+def fast_p_figure(rep: Report):
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     xs = list(range(len(M.FAST_P)))
     for r in rep.headline:
         if r.level != ALL:
             continue
         ys = [r.summary.fast_p[M.p_key(p)].value or 0.0 for p in M.FAST_P]
-        ax.plot(xs, ys, label=f"{_system(r.model, r.strategy, rep, r.precision)} · {r.protocol}", **STYLE.get(r.protocol, {}))
+        name = r.protocol.split("@")[0]
+        ax.plot(xs, ys, label=f"{_system(r.model, r.strategy, rep, r.precision)} · {r.protocol}",
+                **STYLE.get(name, {}), **LINE.get(name, {}))
     ax.set_xticks(xs, [f"{p:g}" for p in M.FAST_P])
     ax.set_xlabel("p (speedup threshold)")
     ax.set_ylabel("fast_p")
@@ -45,41 +53,58 @@ def fast_p_curve(rep: Report) -> bytes:
     ax.set_title("fast_p vs p")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-    return _png(fig)
+    return fig
 
 
-def _pairs(rep: Report, a: str = "naive", b: str = "verified"):
+def fast_p_curve(rep: Report) -> bytes:
+    return _png(fast_p_figure(rep))
+
+
+def scatter_points(rep: Report, a: str = "naive", b: str = "verified"):
+    """(kernel, speedup under a, speedup under b or None) for every kernel correct under ``a``: a kernel wrong under a
+    protocol has no speedup under it (as in the tables), so a kernel wrong under ``a`` is left out and one wrong under
+    ``b`` only gets None (drawn on the bottom edge, marked by its verdict)."""
     for k in rep.kernels:
         sa, sb = k.final.speedups.get(a), k.final.speedups.get(b)
-        if sa and sb and sa > 0 and sb > 0:
-            yield k, sa, sb
+        if k.final.verdicts.get(a) != "correct" or not sa or sa <= 0:
+            continue
+        yield k, sa, sb if k.final.verdicts.get(b) == "correct" and sb and sb > 0 else None
 
 
-def speedup_scatter(rep: Report, a: str = "naive", b: str = "verified") -> bytes:
+def speedup_scatter_figure(rep: Report, a: str = "naive", b: str = "verified"):
     fig, ax = plt.subplots(figsize=(5.2, 5.0))
-    pts = list(_pairs(rep, a, b))
-    for verdict in sorted({k.final.verdicts.get(b, "") for k, _, _ in pts}):
-        sel = [(x, y) for k, x, y in pts if k.final.verdicts.get(b) == verdict]
-        ax.scatter([x for x, _ in sel], [y for _, y in sel], s=28, alpha=0.8, label=f"{b}: {verdict}",
-                   color=COLORS.get(verdict, "#888"))
-    if pts:
-        lo = min(min(x, y) for _, x, y in pts) / 1.5
-        hi = max(max(x, y) for _, x, y in pts) * 1.5
-        ax.plot([lo, hi], [lo, hi], color="#999", lw=0.8)
-        ax.set_xlim(lo, hi)
-        ax.set_ylim(lo, hi)
+    pts = list(scatter_points(rep, a, b))
+    values = [v for _, x, y in pts for v in (x, y) if v is not None]
+    lo = min(values) / 1.5 if values else 0.1
+    hi = max(values) * 1.5 if values else 10.0
+    both = [(x, y) for _, x, y in pts if y is not None]
+    if both:
+        ax.scatter([x for x, _ in both], [y for _, y in both], s=28, alpha=0.8, label="correct under both",
+                   color=COLORS["correct"])
+    for verdict in sorted({k.final.verdicts.get(b) or "-" for k, _, y in pts if y is None}):
+        xs = [x for k, x, y in pts if y is None and (k.final.verdicts.get(b) or "-") == verdict]
+        ax.scatter(xs, [lo * 1.05] * len(xs), s=34, marker="v", alpha=0.9, clip_on=False,
+                   label=f"{b}: {verdict} (no {b} speedup)", color=COLORS.get(verdict, "#888"))
+    ax.plot([lo, hi], [lo, hi], color="#999", lw=0.8)
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
     ax.axhline(1, color="#ccc", lw=0.8)
     ax.axvline(1, color="#ccc", lw=0.8)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel(f"{a} speedup")
+    ax.set_xlabel(f"{a} speedup (kernels correct under {a})")
     ax.set_ylabel(f"{b} speedup")
     ax.set_title("per-kernel speedup (final turn)")
-    ax.legend(fontsize=8)
-    return _png(fig)
+    if pts:
+        ax.legend(fontsize=8)
+    return fig
 
 
-def speedup_hist(rep: Report) -> bytes:
+def speedup_scatter(rep: Report, a: str = "naive", b: str = "verified") -> bytes:
+    return _png(speedup_scatter_figure(rep, a, b))
+
+
+def speedup_hist_figure(rep: Report):
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
     protos = [p.split("@")[0] for p in rep.protocols]
     vals = {p: [k.final.speedups[p] for k in rep.kernels
@@ -91,12 +116,17 @@ def speedup_hist(rep: Report) -> bytes:
         for p in protos:
             ax.hist(vals[p], bins=bins, alpha=0.55, label=f"{p} (n={len(vals[p])})")
         ax.set_xscale("log")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))  # kernels are counted: no 0.5 of a kernel
     ax.axvline(1, color="#444", lw=0.8)
     ax.set_xlabel("speedup of correct kernels (log)")
     ax.set_ylabel("kernels")
     ax.set_title("speedup distribution")
     ax.legend(fontsize=8)
-    return _png(fig)
+    return fig
+
+
+def speedup_hist(rep: Report) -> bytes:
+    return _png(speedup_hist_figure(rep))
 
 
 def _sol_values(rep: Report, p: str) -> list[float]:
@@ -105,6 +135,10 @@ def _sol_values(rep: Report, p: str) -> list[float]:
 
 
 def sol_hist(rep: Report) -> bytes:
+    return _png(sol_hist_figure(rep))
+
+
+def sol_hist_figure(rep: Report):
     fig, ax = plt.subplots(figsize=(6.0, 3.6))
     protos = [p.split("@")[0] for p in rep.protocols]
     bins = [i / 20 for i in range(21)]
@@ -115,8 +149,9 @@ def sol_hist(rep: Report) -> bytes:
     ax.set_xlabel("SOL score (0.5 = baseline, 1 = speed of light)")
     ax.set_ylabel("kernels")
     ax.set_title("SOL-score distribution")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(fontsize=8)
-    return _png(fig)
+    return fig
 
 
 def waterfall_chart(rep: Report) -> bytes:

@@ -7,6 +7,8 @@ from typing import NamedTuple
 from rich.console import Console
 from rich.table import Table
 
+from harness.scoring.reasons import clip
+
 from .. import metrics as M
 from ..turns import turn_label
 from . import headline as H
@@ -179,16 +181,18 @@ def waterfall_tables(rep: Report, level: str = ALL) -> list[Table]:
 
 def changes_table(rep: Report) -> Table:
     t = Table(title="Kernels whose result moved between naive and verified (every turn)")
-    for c in ("system", "problem", "s", "turn", "naive", "verified", "responsible step", "why"):
+    for c in ("system", "problem", "s", "turn", "naive", "verified", "responsible steps", "why"):
         t.add_column(c)
     for k in rep.kernel_changes:
         if k.explanation == "unchanged":
             continue
         first, last = k.steps[0], k.steps[-1]
         step = k.verdict_changed_at or k.fast_1_changed_at or k.largest_speedup_move_at or "-"
+        if k.verdict_changed_at and k.later_changes:  # every step that changed the verdict, to the last one
+            step = ", ".join([step, *(c.split(":", 1)[0] for c in k.later_changes)])
         t.add_row(system(rep, k.model, k.strategy, k.precision), k.problem_id, str(k.sample),
                   f"{k.turn}{'' if k.final else ' (not final)'}", f"{first.verdict} {vx(first.verdict, first.speedup)}", f"{last.verdict} {vx(last.verdict, last.speedup)}", step,
-                  k.explanation[:240])
+                  clip(k.explanation, 240))
     return t
 
 
@@ -244,7 +248,8 @@ def strategy_table(rep: Report) -> Table:
 
 def compare_table(rep: Report) -> Table:
     named = any(p not in (None, "fp32") for r in rep.compare or [] for p in (r.precision_a, r.precision_b))
-    t = Table(title=f"Compare: {rep.run} (A) vs {rep.compare_run} (B; {basis(rep)})")
+    shared = f"; only the problems both runs have, {rep.compare_note.split('only the ', 1)[1]}" if rep.compare_note else ""
+    t = Table(title=f"Compare: {rep.run} (A) vs {rep.compare_run} (B; {basis(rep)}{shared})")
     for c in ("system", *(("precision A", "precision B") if named else ()), "level", "protocol", "correct A",
               "correct B", "fast_1 A", "fast_1 B", "geomean A", "geomean B"):
         t.add_column(c)
@@ -369,13 +374,41 @@ def kernel_table(rep: Report) -> Table:
                       else (v or "-"), vx(v, f.credited.get(p))]
         why = "; ".join(f"{p}: {f.noise[p][0]}" for p in protos if f.noise.get(p))
         extra = [SHAPES_CELL[f.shape_specialised] if f.shapes else "-"] if shaped else []
-        t.add_row(system(rep, k.model, k.strategy, k.precision), k.problem_id, str(k.sample), *cells, why[:160] or "no",
+        t.add_row(system(rep, k.model, k.strategy, k.precision), k.problem_id, str(k.sample), *cells, clip(why, 160) or "no",
                   *extra)
     return t
 
 
+KEYS = {"Headline": 2, "fast_p": 3, "Memory": 3, "Against": 2, "Waterfall": 1, "Each component": 1, "Kernels whose": 3,
+        "Speedups per kernel": 3, "By turn": 3, "By prompt": 3, "Compare": 3}  # the columns that name a row
+
+
+def keys_of(table: Table) -> int:
+    title = str(table.title or "")
+    return next((n for head, n in KEYS.items() if title.startswith(head)), 1)
+
+
+def noisy_warning(rep: Report) -> str | None:
+    """One line for the top of the report when most final-turn speedups are flagged noisy: the figures below then say
+    more about the host's load than about the kernels."""
+    flagged = timed = 0
+    for k in rep.kernels:
+        for p, v in k.final.verdicts.items():
+            if v == "correct" and k.final.speedups.get(p) is not None:
+                timed += 1
+                flagged += bool(k.final.noise.get(p))
+    if timed and flagged * 2 > timed:
+        return (f"warning: {flagged} of {timed} speedups are flagged noisy (wide 95% intervals or spread timings): "
+                "the host was likely busy; read the speedups below as rough, or re-run on a quiet machine")
+    return None
+
+
 def print_report(rep: Report, console: Console | None = None) -> None:
-    c = console or Console(width=200)
+    from ..tables import print_fitted
+
+    c = console or Console()  # the terminal's width (COLUMNS, else 80 when not a terminal)
+    if warn := noisy_warning(rep):
+        c.print(f"[bold yellow]{warn}[/bold yellow]")
     c.print(f"[bold]Run {rep.run}[/bold]: {rep.n_attempts} attempts, models {', '.join(rep.models)}, "
             f"strategies {', '.join(rep.strategies)}{precision_note(rep).replace(';', ',')}, levels {', '.join(rep.levels)}, "
             f"N = {rep.universe.get(ALL, 0)} problems; protocols {', '.join(rep.protocols)}")
@@ -383,18 +416,13 @@ def print_report(rep: Report, console: Console | None = None) -> None:
         c.print(f"[bold red]{len(rep.unreadable)} unreadable stored line(s)/record(s), their rows lost:[/bold red] "
                 + "; ".join(f"line {u.line}" + (f" ({u.key})" if u.key else "") for u in rep.unreadable[:10])
                 + (" ..." if len(rep.unreadable) > 10 else ""))
-    for t in headline_tables(rep):
-        c.print(t)
-    for t in waterfall_tables(rep):
-        c.print(t)
-    c.print(kernel_table(rep))
-    c.print(changes_table(rep))
-    for t in judge_tables(rep):
-        c.print(t)
+    tables = [*headline_tables(rep), *waterfall_tables(rep), kernel_table(rep), changes_table(rep), *judge_tables(rep)]
     if len(rep.strategies) > 1:
-        c.print(strategy_table(rep))
-    c.print(turn_table(rep))
+        tables.append(strategy_table(rep))
+    tables.append(turn_table(rep))
     if rep.compare is not None:
-        c.print(compare_table(rep))
+        tables.append(compare_table(rep))
+    for t in tables:
+        print_fitted(c, t, keys_of(t))
     for n in rep.notes:
         c.print(f"[dim]note: {n}[/dim]")
