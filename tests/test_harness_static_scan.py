@@ -51,3 +51,14 @@ def test_every_legitimate_kernel_in_the_repo_still_defines_one():
     scans = {f"{f.parent.name}/{f.stem}": scan(f.read_text()) for f in files if f.name != "__init__.py"}
     flagged = sorted(k for k, p in scans.items() if p.backend != "python" and not p.defines_custom_kernel)
     assert flagged == sorted(f"{b}/{h}" for b in ("cpu", "cuda") for h in hacks)
+
+
+def test_autocast_is_named_as_a_precision_downcast_and_plain_fp32_code_is_not():
+    # cuda-l1-h100 level1/60 and level3/9 run their forward under autocast (fp16): the provenance must say so
+    amp = "import torch\nclass ModelNew(torch.nn.Module):\n    def forward(self, x):\n" \
+          "        with torch.cuda.amp.autocast():\n            return self.conv(x)\n"
+    assert scan(amp).precision_downcast == ["autocast"]
+    assert scan(amp.replace("torch.cuda.amp.autocast()", "torch.autocast('cuda', dtype=torch.float16)")).precision_downcast
+    fp32 = amp.replace("with torch.cuda.amp.autocast():\n            ", "")
+    assert scan(fp32).precision_downcast == []
+    assert scan("# an autocaster_helper is no context\nx = my_autocaster(1)\n").precision_downcast == []

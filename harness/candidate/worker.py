@@ -312,6 +312,19 @@ def _build_model_new(ctx: Ctx, seed: int = KERNELBENCH_SEED) -> Any:
     return model
 
 
+def persisting_l2_outcome(ops: DeviceOps, device_setting: int | None) -> GuardOutcome:
+    """Persisting-L2 carve-out (T7), read after the candidate's last judged call: only a change from what the harness
+    last left is the candidate's. That is what its own reset before every call leaves (0) once one ran, else the
+    device's own setting read before the candidate loaded; comparing with the device's setting after the harness
+    had reset it blamed every candidate on the H200 (its default limit is not 0)."""
+    expected = ops.l2_limit_after_reset if ops.l2_limit_after_reset is not None else device_setting
+    limit = ops.persisting_l2_limit()
+    changed = limit is not None and limit != expected
+    return outcome("persisting_l2_reset", not changed,
+                   detail=f"the candidate changed the persisting-L2 limit from {expected} to {limit} B; reset before "
+                          "every timed iteration" if changed else f"persisting-L2 limit unchanged ({limit} B)")
+
+
 def _pre_call(ops: DeviceOps, like: Any, seed: int) -> None:
     """The work before every call, judged or timed, the same each time so none of it tells them apart: freed memory
     poisoned (sized like the expected output), the cache flushed, the persisting-L2 limit reset, the judge's seed."""
@@ -421,14 +434,7 @@ def phase_verified_correctness(ctx: Ctx) -> bool:
     ctx.held_inputs = None
     ctx.guards.append(outcome("inputs_unchanged", not ctx.mutated, detail="; ".join(ctx.mutated)))
     if ctx.ops.is_cuda:
-        # Persisting-L2 carve-out (T7): only a change from the device's own setting (read before the
-        # candidate loaded) is the candidate's. Timing resets it before every iteration anyway.
-        limit = ctx.ops.persisting_l2_limit()
-        changed = limit is not None and limit != ctx.l2_limit_before
-        ctx.guards.append(outcome(
-            "persisting_l2_reset", not changed,
-            detail=f"the candidate changed the persisting-L2 limit from {ctx.l2_limit_before} to {limit} B; reset "
-                   "before every timed iteration" if changed else f"persisting-L2 limit unchanged ({limit} B)"))
+        ctx.guards.append(persisting_l2_outcome(ctx.ops, ctx.l2_limit_before))
     if ctx.first_out_dtype is not None:
         ctx.chan.send("output_dtype", ctx.first_out_dtype)
     return True

@@ -30,7 +30,8 @@ _TORCH_COMPUTE = re.compile(
 _NN_LAYER = re.compile(r"\bnn\.(Conv\w*|Linear|BatchNorm\w*|LayerNorm|GroupNorm|InstanceNorm\w*|MaxPool\w*|AvgPool\w*|"
                        r"LSTM|GRU|RNN|MultiheadAttention|Embedding)\s*\(")
 _DOWNCAST = re.compile(r"\.half\(\)|\.bfloat16\(\)|torch\.(?:float16|bfloat16|half)\b|__half|__nv_bfloat16|"
-                       r"__float2half|wmma::|mma\.sync|--use_fast_math|-use_fast_math")
+                       r"__float2half|wmma::|mma\.sync|--use_fast_math|-use_fast_math|"
+                       r"\bautocast\b")  # torch.autocast / torch.cuda.amp.autocast: reduced precision by context
 _TF32 = re.compile(r"allow_tf32\s*=\s*True|set_float32_matmul_precision\(\s*['\"](?:high|medium)|"
                    r"CUBLAS_COMPUTE_32F_FAST_TF32|CUBLAS_TF32_TENSOR_OP_MATH|fp32_precision\s*=\s*['\"]tf32")
 _STREAMS = re.compile(r"torch\.cuda\.Stream|cudaStreamCreate|torch\.cuda\.stream\(|cudaStreamNonBlocking")
