@@ -38,6 +38,16 @@ python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.versio
 # STEPS=issue29_30: issues 29/30's GPU acceptance in one detached session (~20 minutes): the honest kernels on the
 # judge's clock (small size, quick; each reading's detail splits the call's time), the hack suite, a sampled full-size
 # sweep of real kernels in the sandbox (CORPUS as below).
+# STEPS=issue31: issue 31's GPU acceptance (~25 minutes): the default sweep over the other half of a stride-2 sample
+# (offset 2 of stride 4; 2026-12-03 ran offset 0) with spare judges, then the reproducibility spread with and without
+# judges prepared beside the timed evaluations (REPRO_BESIDE: problems whose judges another evaluator keeps preparing).
+if [ "${STEPS:-}" = issue31 ]; then
+    STEPS="full_size_sweep reproducibility"
+    : "${SWEEP_DEFAULTS:=1}" "${SWEEP_MODELS:=cuda-l1-h100}" "${SWEEP_STRIDE:=4}" "${SWEEP_OFFSET:=2}" "${SWEEP_DEADLINE_S:=780}"
+    : "${REPRO_KERNELS:=GELU,LayerNorm,TF32 enabled}" "${REPRO_BUDGET_S:=420}" "${REPRO_REPS:=3}"
+    : "${REPRO_BESIDE:=level2/14_Gemm_Divide_Sum_Scaling,level1/23_Softmax,level2/40_Matmul_Scaling_ResidualAdd}"
+    export SWEEP_DEFAULTS SWEEP_MODELS SWEEP_STRIDE SWEEP_OFFSET SWEEP_DEADLINE_S
+fi
 if [ "${STEPS:-}" = issue29_30 ]; then
     STEPS="witness_honest hack_suite full_size_sweep"
     : "${WITNESS_SIZES:=small}" "${WITNESS_QUICK:=1}" "${SWEEP_STRIDE:=5}" "${SWEEP_DEADLINE_S:=600}"
@@ -58,10 +68,11 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
     build_caches) step build_caches python3 benchmarks/build_caches.py --out "$R" ;;
     build_priority) step build_priority python3 benchmarks/build_priority.py --device cuda --builds 16 --rounds 1 --out "$R" ;;
     timer_agreement) step timer_agreement python3 benchmarks/timer_agreement.py --out "$R" ;;
-    reproducibility) step reproducibility python3 benchmarks/reproducibility.py --reps 5 --verified-seconds 1.0 \
+    reproducibility) step reproducibility python3 benchmarks/reproducibility.py --reps "${REPRO_REPS:-5}" --verified-seconds 1.0 \
         --launch-lead-us "${REPRO_LEADS:-200}" \
         --kernels "${REPRO_KERNELS:-GELU,LayerNorm,TF32,conv,tiled fp32,grid-stride}" \
-        --budget-s "${REPRO_BUDGET_S:-780}" --cache-dir /tmp/kv-repro --out "$R" ;;
+        --budget-s "${REPRO_BUDGET_S:-780}" --cache-dir /tmp/kv-repro ${REPRO_BESIDE:+--prepare-beside "$REPRO_BESIDE"} \
+        --out "$R" ;;
     judge_full_size) step judge_full_size python3 benchmarks/judge_full_size.py \
         --also level1/40_LayerNorm,level1/1_Square_matrix_multiplication_ ;;
     # Issues 17/18: one sweep process over the recorded real kernels at full size (every model folder of CORPUS, a

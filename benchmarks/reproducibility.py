@@ -9,7 +9,11 @@ the reps go round-robin over the kernels, so slow drift of the machine shows up 
 as a bias of one kernel. Per kernel: median verified speedup and kernel time, and the max/min ratio of
 the verified speedup and of the kernel time over the reps. The DESIGN goal is a speedup spread of at
 most 1.03 for kernels of 100 us or more. Several --launch-lead-us values are measured side by side:
-each rep evaluates every kernel once per value, alternating. Writes reproducibility.md / .json under --out.
+each rep evaluates every kernel once per value, alternating. With --prepare-beside P1,P2,... every evaluation is also
+made a second time while another evaluator on the same device and cache folder (so the same device gate,
+harness.judge.gate) keeps preparing judges for those problems in a thread, as a sweep prepares the next problems
+beside the current candidate (issue 31): the spread with and without it, side by side. Writes reproducibility.md /
+.json under --out.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import argparse
 import json
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -50,23 +55,27 @@ def spread(xs: list[float]) -> float | None:
     return max(xs) / min(xs) if len(xs) >= 2 else None
 
 
-def table(rows: list[dict], reps: int, kernels: list[tuple] = KERNELS, leads: list[float] = (200.0,)) -> str:
-    lines = ["| kernel | problem (size) | launch lead us | verified | kernel ms (median) | verified speedup (median) | "
+def table(rows: list[dict], reps: int, kernels: list[tuple] = KERNELS, leads: list[float] = (200.0,),
+          besides: tuple[bool, ...] = (False,)) -> str:
+    lines = ["| kernel | problem (size) | launch lead us | judges prepared beside | verified | kernel ms (median) | verified speedup (median) | "
              "speedup max/min | kernel ms max/min | baseline ms max/min | idle-start kernel ms (median, max/min) | processes |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (label, _, pid, size), lead in ((k, lead) for k in kernels for lead in leads):
-        mine = [r for r in rows if r["kernel"] == label and r.get("launch_lead_us", lead) == lead]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (label, _, pid, size), lead, beside in ((k, lead, b) for k in kernels for lead in leads for b in besides):
+        mine = [r for r in rows if r["kernel"] == label and r.get("launch_lead_us", lead) == lead
+                and r.get("prepare_beside", False) == beside]
+        on = "yes" if beside else "no"
         rs = [r for r in mine if r["status"] == "ok" and r["verified_speedup"]]
         if not rs:
             errs = {(r.get("error") or r["status"])[-80:] for r in mine}
-            lines.append(f"| {label} | {pid} ({size}) | {lead:g} | not measured: {'; '.join(errs) or 'not run'} | | | | | | | |")
+            lines.append(f"| {label} | {pid} ({size}) | {lead:g} | {on} | not measured: {'; '.join(errs) or 'not run'} "
+                         "| | | | | | | |")
             continue
         sp = [r["verified_speedup"] for r in rs]
         km = [r["verified_kernel_ms"] for r in rs]
         bm = [r["verified_baseline_ms"] for r in rs]
         idle = [r["idle_start_kernel_ms"] for r in rs if r.get("idle_start_kernel_ms")]
         idle_txt = f"{statistics.median(idle):.4f}, {spread(idle):.3f}" if len(idle) >= 2 else "-"
-        lines.append(f"| {label} | {pid} ({size}) | {lead:g} | {','.join(sorted({r['verified_verdict'] for r in rs}))} | "
+        lines.append(f"| {label} | {pid} ({size}) | {lead:g} | {on} | {','.join(sorted({r['verified_verdict'] for r in rs}))} | "
                      f"{statistics.median(km):.4f} | {statistics.median(sp):.3f}x | {spread(sp):.3f} | "
                      f"{spread(km):.3f} | {spread(bm):.3f} | {idle_txt} | {len(rs)}/{reps} |")
     return "\n".join(lines) + "\n"
@@ -83,6 +92,8 @@ def main() -> int:
     ap.add_argument("--kernels", default="", help="comma-separated substrings of kernel labels (default: all)")
     ap.add_argument("--launch-lead-us", default=str(EvalSettings().verified_launch_lead_us),
                     help="comma-separated EvalSettings.verified_launch_lead_us values, measured side by side")
+    ap.add_argument("--prepare-beside", default="", help="comma-separated problems whose judges another evaluator keeps "
+                    "preparing in a thread during every second evaluation (default: none)")
     args = ap.parse_args()
     wanted = [w.strip().lower() for w in args.kernels.split(",") if w.strip()]
     kernels = [k for k in KERNELS if not wanted or any(w in k[0].lower() for w in wanted)]
@@ -104,15 +115,37 @@ def main() -> int:
         print(f"build {f}: ok={b.ok} {b.seconds:.0f}s cached={b.cached} {b.error[-300:]}", flush=True)
     rows: list[dict] = []
     env = None
+    beside = [p.strip() for p in args.prepare_beside.split(",") if p.strip()]
+    if beside and len(beside) < 3:
+        ap.error("--prepare-beside needs at least 3 problems (more than the pool keeps, so every preparation is new)")
+    besides = (False, True) if beside else (False,)
+    preparing, stop = threading.Event(), threading.Event()
+    preparer = None
+    if beside:
+        other = harness.Evaluator("cuda", "full", cache_dir=args.cache_dir)
+
+        def prepare_loop() -> None:
+            # A judge per problem in turn: with more problems than the pool's judges (max_judges, 2) each one is
+            # started afresh (model, references, torch.compile) and the least recently used one ends.
+            i = 0
+            while not stop.is_set():
+                if preparing.wait(0.2):
+                    other.prepare(beside[i % len(beside)])
+                    i += 1
+
+        preparer = threading.Thread(target=prepare_loop, daemon=True)
+        preparer.start()
     for rep in range(args.reps):
-        for (label, f, pid, size), lead in ((k, lead) for k in kernels for lead in leads):
+        for (label, f, pid, size), lead, on in ((k, lead, b) for k in kernels for lead in leads for b in besides):
             if time.perf_counter() - t_start > args.budget_s:
                 break
+            (preparing.set if on else preparing.clear)()
             t0 = time.perf_counter()
             r = evs[size, lead].evaluate(sources[f], pid)
             v = r.results["verified"]
             env = env or (r.record.environment.model_dump() if r.record.environment else None)
             rows.append({"rep": rep, "kernel": label, "problem": pid, "size": size, "launch_lead_us": lead,
+                         "prepare_beside": on,
                          "status": r.record.status,
                          "verified_verdict": v.verdict, "verified_speedup": v.speedup,
                          "verified_kernel_ms": v.kernel_ms, "verified_baseline_ms": v.baseline_ms,
@@ -122,13 +155,17 @@ def main() -> int:
                          "seconds": time.perf_counter() - t0})
             print(json.dumps(rows[-1]), flush=True)
             (out / "reproducibility.json").write_text(json.dumps({"environment": env, "rows": rows}, indent=1))
+    stop.set()
+    if preparer is not None:
+        preparer.join(timeout=600)
+        other.close()
     for ev in evs.values():
         ev.close()
     head = (f"Verified speedup over {args.reps} separate candidate processes per kernel "
             f"(verified timing budget {args.verified_seconds:g} s per subject; "
             f"{'full' if args.full_correctness else 'reduced (1 naive, 2 ordinary + hidden)'} correctness trials; "
             "generated by `benchmarks/reproducibility.py`).\n\n")
-    text = head + table(rows, args.reps, kernels, leads)
+    text = head + table(rows, args.reps, kernels, leads, besides)
     (out / "reproducibility.md").write_text(text)
     print(text)
     return 0

@@ -133,6 +133,19 @@ def test_reproducibility_table_keeps_each_launch_lead_apart():
     assert "| 200 |" in lines[1] and "| 1.010 |" in lines[1] and "| 0.0650, 1.600 |" in lines[1]
 
 
+def test_reproducibility_table_keeps_evaluations_with_judges_prepared_beside_apart():
+    import reproducibility
+
+    k = reproducibility.KERNELS[0]
+    rows = [{"kernel": k[0], "status": "ok", "launch_lead_us": 200.0, "prepare_beside": on, "verified_verdict": "correct",
+             "verified_speedup": sp, "verified_kernel_ms": 0.04, "verified_baseline_ms": 1.0}
+            for on, sp in [(False, 1.0), (False, 1.01), (True, 1.0), (True, 1.3)]]
+    lines = reproducibility.table(rows, 2, [k], [200.0], (False, True)).splitlines()[2:]
+    assert len(lines) == 2
+    assert "| no |" in lines[0] and "| 1.010 |" in lines[0]
+    assert "| yes |" in lines[1] and "| 1.300 |" in lines[1]
+
+
 def test_session_kernel_filter_picks_the_long_kernels_and_one_short_one():
     import reproducibility
 
