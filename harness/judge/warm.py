@@ -4,8 +4,8 @@ A judge prepared in a fresh process spent most of its torch.compile baseline (~8
 torch.compile's own start-up: Dynamo and Inductor imported, Inductor's compile workers started, the GPU driver's
 set-up for Triton. A process that has compiled anything before skips that (benchmarks/compile_warmup.py). So a spare
 judge compiles a small function of its own first, before it holds the device gate: the compile runs ungated (host
-work) and only the compiled function's run, the part on the device, holds the gate, so no candidate's timed interval
-sees it."""
+work) and only the device work (making the context, the compiled function's run) holds the gate, so no candidate's
+timed interval sees it."""
 
 from __future__ import annotations
 
@@ -47,14 +47,16 @@ def warm_up(device: str, compile_baseline: bool, gate: DeviceGate | None = None)
     it took and why compiling failed (a judge whose warm-up failed still works: it pays the start-up later)."""
     t0 = time.perf_counter()
     out: dict = {"compile_error": None}
+    gate = gate or DeviceGate()
     with torch.no_grad():
-        x = torch.randn(16, 16, device=device)
-        if device.startswith("cuda"):
-            torch.cuda.synchronize()
+        with gate.hold("prepare"):  # making a context is device work too (memory, the driver's set-up)
+            x = torch.randn(16, 16, device=device)
+            if device.startswith("cuda"):
+                torch.cuda.synchronize()
         out["device_s"] = time.perf_counter() - t0
         if compile_baseline:
             try:
-                torch.compile(_warm_function, backend=_gated_inductor(gate or DeviceGate()))(x)
+                torch.compile(_warm_function, backend=_gated_inductor(gate))(x)
             except Exception as exc:  # noqa: BLE001 - a warm-up, not a measurement: the baseline's own compile reports
                 out["compile_error"] = f"{type(exc).__name__}: {str(exc).strip()[:300]}"
     out["seconds"] = time.perf_counter() - t0
