@@ -247,18 +247,24 @@ class JudgePool:
     def _start_judge(self, problem: P.Problem) -> _JudgeHandle:
         setup = self.setup
         job = setup.base_job(problem).model_copy(update=self.fresh_seeds())
-        handle = self._take_spare() or self._spawn()
-        handle.problem_id = problem.id
-        try:
-            handle.conn.send("job", job.model_dump(mode="json"))
-            kind, payload = handle.conn.recv(timeout=setup.settings.reference_timeout_s)
-        except WireError as exc:
-            kind, payload = "failed", f"{exc}"
-        if kind != "ready":
+        spare = self._take_spare()
+        for handle in ([spare] if spare is not None else []) + [None]:
+            handle = handle or self._spawn()
+            handle.problem_id = problem.id
+            try:
+                handle.conn.send("job", job.model_dump(mode="json"))
+                kind, payload = handle.conn.recv(timeout=setup.settings.reference_timeout_s)
+            except (WireError, OSError) as exc:
+                kind, payload = "failed", f"{exc}"
+            if kind == "ready":
+                handle.environment = (payload or {}).get("environment") or {}
+                handle.warmed = (payload or {}).get("warmed")
+                return handle
             err = tail(handle.child.err_path, 2000)
             kill_group(handle.child.proc)
             handle.close()
-            raise RuntimeError(f"reference for {problem.id} failed: {payload or ''} {err}".strip())
-        handle.environment = (payload or {}).get("environment") or {}
-        handle.warmed = (payload or {}).get("warmed")
-        return handle
+            if handle is not spare:
+                break
+            # A spare that failed may have died of its own warm-up before the job came: once more from scratch (a
+            # problem whose reference fails fails there too, reported as before).
+        raise RuntimeError(f"reference for {problem.id} failed: {payload or ''} {err}".strip())

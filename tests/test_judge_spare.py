@@ -66,3 +66,22 @@ def test_the_warm_up_compiles_outside_the_gate_and_runs_inside_it(tmp_path):
     # Compiling (Dynamo, Inductor, the C++ build on a CPU) took seconds without the gate; running the result took
     # a small part of that with it.
     assert out["seconds"] > 1.0 and held < 0.25 * out["seconds"]
+
+
+def test_a_spare_that_dies_after_it_is_taken_costs_nothing_but_a_fresh_start(tmp_path):
+    with harness.Evaluator("cpu", "small", settings=SETTINGS, cache_dir=tmp_path) as ev:
+        pool = ev._judges
+        assert pool.prepare("level1/19_ReLU")
+        (spare,) = pool._spares
+        real_take = pool._take_spare
+
+        def take_a_dying_spare():
+            taken = real_take()
+            taken.child.proc.kill()  # dies between being taken and receiving its job
+            taken.child.proc.wait()
+            return taken
+
+        pool._take_spare = take_a_dying_spare
+        assert pool.prepare("level1/21_Sigmoid")
+        judge = pool.running["level1/21_Sigmoid"]
+        assert judge.alive() and judge.child.proc.pid != spare.child.proc.pid
