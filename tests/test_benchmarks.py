@@ -292,3 +292,95 @@ def test_recheck_kernels_prints_both_protocols_verdicts_per_kernel(tmp_path):
     assert [(r["kernel"], r["naive"], r["verified"]) for r in rows] == [
         ("honest.py", "correct", "correct"), ("broken.py", "correct", "hack")]  # the input returned: the naive 374x ReLU
     assert "| broken.py | level1/19_ReLU | correct | hack |" in (tmp_path / "r.md").read_text()
+
+
+def test_fidelity_naive_vs_authors_lists_every_disagreement_by_class():
+    from fidelity import render
+
+    base = {"model": "m", "level": 1, "sample": 0, "gpu": "H100", "naive_speedup": None, "verified_recorded": "incorrect",
+            "verified_speedup": None, "step": None, "reasons": ["base: max abs error 3"]}
+    rows = [dict(base, key="m level1/1 s0", number=1, problem="level1/1_a", naive_recorded="incorrect", reported=2.0),
+            dict(base, key="m level1/2 s0", number=2, problem="level1/2_b", naive_recorded="compile_error",
+                 reported=1.5),
+            dict(base, key="m level1/3 s0", number=3, problem="level1/3_c", naive_recorded="runtime_error",
+                 reported=1.1),
+            # the authors report nothing for it (no figure): not a disagreement with them
+            dict(base, key="m level1/4 s0", number=4, problem="level1/4_d", naive_recorded="no_code", reported=None),
+            # naive agrees with the authors
+            dict(base, key="m level1/5 s0", number=5, problem="level1/5_e", naive_recorded="correct", reported=1.2)]
+    naive = {"m level1/1 s0": {"class": "authors' protocol", "why": "eval-mode BatchNorm", "kernelbench": "incorrect"},
+             "m level1/2 s0": {"class": "environment drift", "why": "input.type()", "kernelbench": "compile_error"},
+             "m level1/9 s0": {"class": "true bug", "why": "re-run since: correct"}}
+    text, data = render(rows, {}, "test", naive)
+    nva = data["naive_vs_authors"]
+    assert nva["keys"] == ["m level1/1 s0", "m level1/2 s0", "m level1/3 s0"]
+    assert nva["classes"] == {"authors' protocol": 1, "environment drift": 1, "unclassified": 1}
+    assert (nva["kernelbench_known"], nva["kernelbench_same"], nva["departs"]) == (2, 2, [])
+    assert nva["stale"] == ["m level1/9 s0"]
+    assert "| m level1/1 s0 | incorrect | 2.00x H100 | authors' protocol | incorrect | eval-mode BatchNorm |" in text
+    # an unclassified kernel shows the record's own reasons
+    assert "| m level1/3 s0 | runtime_error | 1.10x H100 | unclassified | - | base: max abs error 3 |" in text
+    # a kernel KernelBench's own check would pass is named as a departure of naive
+    naive["m level1/3 s0"] = {"class": "harness error", "why": "file import", "kernelbench": "correct"}
+    text, data = render(rows, {}, "test", naive)
+    assert data["naive_vs_authors"]["departs"] == ["m level1/3 s0"]
+    assert "it departs on m level1/3 s0" in text
+    # without the option the section is absent, as before
+    text, data = render(rows, {}, "test")
+    assert "naive_vs_authors" not in data and "Naive vs the authors" not in text
+
+
+def test_fidelity_rebuilds_from_committed_tables_and_refuses_unknown_classes(tmp_path):
+    row = {"key": "m level1/1 s0", "model": "m", "problem": "level1/1_a", "level": 1, "number": 1, "sample": 0,
+           "reported": 2.0, "gpu": "H100", "naive_recorded": "incorrect", "naive_speedup": None,
+           "verified_recorded": "incorrect", "verified_speedup": None, "step": None, "reasons": []}
+    prev = tmp_path / "prev.json"
+    prev.write_text(json.dumps({"settings": "H200 full", "rows": [row]}))
+    good = tmp_path / "naive.json"
+    good.write_text(json.dumps({"m level1/1 s0": {"class": "true bug", "why": "w", "kernelbench": "incorrect"}}))
+    script = str(ROOT / "benchmarks" / "fidelity.py")
+    r = subprocess.run([sys.executable, script, "--previous", str(prev), "--naive-classification", str(good),
+                        "--out", str(tmp_path / "out"), "--name", "f"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]
+    data = json.loads((tmp_path / "out" / "f.json").read_text())
+    assert data["settings"] == "H200 full" and data["naive_vs_authors"]["classes"] == {"true bug": 1}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"m level1/1 s0": {"class": "bad luck", "why": "w"}}))
+    r = subprocess.run([sys.executable, script, "--previous", str(prev), "--naive-classification", str(bad),
+                        "--out", str(tmp_path / "out2")], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode != 0 and "bad luck" in r.stderr
+    r = subprocess.run([sys.executable, script, "--out", str(tmp_path / "out3")], capture_output=True, text=True,
+                       cwd=ROOT)
+    assert r.returncode == 2 and "--previous" in r.stderr
+
+
+def test_kernelbench_check_runs_the_published_protocol_in_process():
+    from kernelbench_check import check
+
+    problem = ("import torch, torch.nn as nn\n"
+               "class Model(nn.Module):\n"
+               "    def __init__(self, c):\n        super().__init__(); self.bn = nn.BatchNorm1d(c)\n"
+               "    def forward(self, x):\n        return self.bn(x)\n"
+               "def get_inputs():\n    return [torch.randn(64, 8) * 3 + 1]\n"
+               "def get_init_inputs():\n    return [8]\n")
+    running_stats = ("import torch, torch.nn as nn, torch.nn.functional as F\n"
+                     "class ModelNew(nn.Module):\n"
+                     "    def __init__(self, c):\n        super().__init__(); self.bn = nn.BatchNorm1d(c)\n"
+                     "    def forward(self, x):\n        b = self.bn\n"
+                     "        return F.batch_norm(x, b.running_mean, b.running_var, b.weight, b.bias, False, 0.1, 1e-5)\n")
+    # KernelBench never calls .eval(): BatchNorm with running statistics is wrong there, right under CUDA-L1's check
+    res = check(running_stats, problem, "cpu", ("train", "eval"))
+    assert (res["train"]["verdict"], res["eval"]["verdict"]) == ("incorrect", "correct")
+    # sources are exec'd from strings: torch.jit.script finds no source, as in KernelBench (a file import would)
+    scripted = ("import torch, torch.nn as nn\n"
+                "def _f(x):\n    return x\n"
+                "try:\n    torch.jit.script(_f); SCRIPTED = True\nexcept Exception:\n    SCRIPTED = False\n"
+                "class ModelNew(nn.Module):\n"
+                "    def __init__(self, c):\n        super().__init__(); self.bn = nn.BatchNorm1d(c)\n"
+                "    def forward(self, x):\n        return x if SCRIPTED else self.bn(x)\n")
+    assert check(scripted, problem, "cpu", ("train",))["train"]["verdict"] == "correct"
+    res = check("class ModelNew(:\n", problem, "cpu", ("train",))
+    assert res["train"]["verdict"] == "compile_error" and "SyntaxError" in res["train"]["detail"]
+    raising = running_stats.replace("return F.batch_norm", "raise ValueError('boom'); return F.batch_norm")
+    res = check(raising, problem, "cpu", ("train",))
+    assert res["train"]["verdict"] == "runtime_error" and "boom" in res["train"]["detail"]
