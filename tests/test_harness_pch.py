@@ -110,6 +110,10 @@ def test_no_pch_for_other_compilers_and_the_least_recently_used_variant_makes_ro
     clang.chmod(0o755)
     assert B.ensure_pch(tmp_path / "p1", str(clang), CFLAGS) is None
     root = tmp_path / "p2"
+    # The compiler shims live in the same root (harness.builds.pch_dir) and are older than any PCH: eviction
+    # must leave them, or builds in flight fail with "kv-shims/<hash>/c++: not found".
+    shims = B.compiler_shims(root)
+    os.utime(Path(shims["CXX"]).parents[1], (1, 1))
     made = []
     for i in range(B.MAX_PCH_VARIANTS):
         made.append(B.ensure_pch(root, cxx, f"{CFLAGS} -DV{i}"))
@@ -119,7 +123,8 @@ def test_no_pch_for_other_compilers_and_the_least_recently_used_variant_makes_ro
     extra = B.ensure_pch(root, cxx, f"{CFLAGS} -DV{B.MAX_PCH_VARIANTS}")
     assert extra is not None and extra.is_dir()
     assert not made[1].exists() and made[0].is_dir()  # V1 was the least recently used
-    assert len([p for p in root.iterdir() if p.is_dir()]) == B.MAX_PCH_VARIANTS
+    assert len([p for p in root.iterdir() if p.is_dir() and p.name != B.SHIM_DIR]) == B.MAX_PCH_VARIANTS
+    assert all(Path(s).is_file() for s in shims.values()) and B.compiler_shims(root) == shims
 
 
 def test_the_hook_gives_each_extension_the_pch_of_its_own_flags(tmp_path, fake_cxx, monkeypatch):
