@@ -300,7 +300,10 @@ def build_env(pch_root: Path | None, objects: Path | None) -> dict[str, str]:
     """What ``Evaluator`` adds to every child's environment so builds use the caches (empty when both are off)."""
     if not sys.platform.startswith("linux") or (pch_root is None and objects is None):
         return {}
-    env = compiler_shims(objects or pch_root)
+    # The shims live beside the PCHs whenever there are PCHs: a PCH is keyed by the compiler's path too, so trusted
+    # in-process builds (shims under the object cache, as they once were) and sandboxed builds of the same flags made
+    # two identical ~0.8 GB PCHs, each costing a full parse of torch's headers.
+    env = compiler_shims(pch_root if pch_root is not None else objects)
     if pch_root is not None:
         env[PCH_ENV] = str(pch_root)
     if objects is not None:
