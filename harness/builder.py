@@ -157,7 +157,9 @@ class Builder:
             _evict_pch_variants(root, MAX_PCH_VARIANTS - 1)
         (d / "torch").mkdir(parents=True, exist_ok=True)
         setup = self.setup
-        work = Path(tempfile.mkdtemp(prefix="pch-", dir=setup.tmp_root))
+        # Not under the evaluator's temporary root: an evaluator closed right after a build (a one-shot evaluation)
+        # removed that root before this thread made its folder there, and the PCH was never made.
+        work = Path(tempfile.mkdtemp(prefix="kv-pch-"))
         timeout = setup.settings.build_timeout_s / 3
         try:
             run_module("harness.build.build", ["--make-pch", str(root), cxx, cflags, post, str(timeout)], cwd=work,

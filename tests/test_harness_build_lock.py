@@ -15,13 +15,17 @@ ROOT = Path(__file__).resolve().parent.parent
 SOURCE = (ROOT / "harness" / "examples" / "relu_cpp.py").read_text()
 
 
-@pytest.mark.slow
-def test_stale_torch_lock_is_cleared_and_concurrent_builds_compile_once(tmp_path):
-    settings = EvalSettings(build_timeout_s=400)
-    a = harness.Evaluator("cpu", "small", settings=settings, cache_dir=tmp_path)
-    b = harness.Evaluator("cpu", "small", settings=settings, cache_dir=tmp_path)
-    # What torch's cpp_extension leaves when its build process is killed: its FileBaton `lock` file.
-    # Without the cleanup, load_inline waits on it until the build's time limit.
+@pytest.fixture(scope="module")
+def concurrent_builds(tmp_path_factory):
+    """Two evaluators sharing a cache build SOURCE at once, over the ``lock`` file torch's cpp_extension leaves when
+    its build process is killed: (their results, whether that lock was left, the cache). The cache then holds the
+    finished build, which the next test evaluates (one real compile for the module)."""
+    cache = tmp_path_factory.mktemp("cache")
+    # A niced compile on a loaded 2-core host once ran past 400 s; a long limit costs nothing when it is quick.
+    settings = EvalSettings(build_timeout_s=1800)
+    a = harness.Evaluator("cpu", "small", settings=settings, cache_dir=cache)
+    b = harness.Evaluator("cpu", "small", settings=settings, cache_dir=cache)
+    # Without the cleanup, load_inline waits on that lock until the build's time limit.
     ext = a.extensions_dir(SOURCE)
     (ext / "kv_example_relu_cpp").mkdir(parents=True)
     (ext / "kv_example_relu_cpp" / "lock").write_text("")
@@ -37,18 +41,24 @@ def test_stale_torch_lock_is_cleared_and_concurrent_builds_compile_once(tmp_path
         t.join()
     a.close()
     b.close()
-    assert all(r.ok and not r.timed_out for r in results.values()), results
-    # One of them compiled; the other waited for it and found the finished build.
-    assert sorted(r.cached for r in results.values()) == [False, True], results
-    assert not (ext / "kv_example_relu_cpp" / "lock").exists()
+    return results, (ext / "kv_example_relu_cpp" / "lock").exists(), cache
 
 
 @pytest.mark.slow
-def test_stale_torch_lock_left_by_a_killed_candidate_does_not_stall_the_next_evaluation(tmp_path):
+def test_stale_torch_lock_is_cleared_and_concurrent_builds_compile_once(concurrent_builds):
+    results, lock_left, _ = concurrent_builds
+    assert all(r.ok and not r.timed_out for r in results.values()), results
+    # One of them compiled; the other waited for it and found the finished build.
+    assert sorted(r.cached for r in results.values()) == [False, True], results
+    assert not lock_left
+
+
+@pytest.mark.slow
+def test_stale_torch_lock_left_by_a_killed_candidate_does_not_stall_the_next_evaluation(concurrent_builds):
     settings = EvalSettings(build_timeout_s=400, eval_timeout_s=60, naive_timing_trials=5, verified_min_iters=3,
                             verified_max_iters=6, verified_seconds_per_subject=0.2)
-    with harness.Evaluator("cpu", "small", settings=settings, cache_dir=tmp_path) as ev:
-        assert ev.build(SOURCE).ok
+    with harness.Evaluator("cpu", "small", settings=settings, cache_dir=concurrent_builds[2]) as ev:
+        assert ev.build(SOURCE).ok  # built by the fixture: nothing compiles here
         # A candidate process killed inside load_inline (which takes torch's lock even on a cache hit).
         (ev.extensions_dir(SOURCE) / "kv_example_relu_cpp" / "lock").write_text("")
         r = ev.evaluate(SOURCE, "level1/19_ReLU")
@@ -56,13 +66,17 @@ def test_stale_torch_lock_left_by_a_killed_candidate_does_not_stall_the_next_eva
     assert r.results["verified"].verdict == "correct"
 
 
+# Runs the build step (its text names load_inline, so the Evaluator gives it one) and compiles nothing there.
+BUILD_STEP_ONLY = "import torch\n\n\nclass ModelNew(torch.nn.Module):  # would call load_inline\n    pass\n"
+
+
 def test_build_many_keeps_the_order_of_its_sources(tmp_path):
     python_only = [f"import torch\n\n\nclass ModelNew(torch.nn.Module):\n    pass\n# {i}\n" for i in range(3)]
     with harness.Evaluator("cpu", "small", cache_dir=tmp_path) as ev:
         assert ev.build_many([]) == []
-        results = ev.build_many([SOURCE, *python_only])
+        results = ev.build_many([BUILD_STEP_ONLY, *python_only])
     assert [r.ok for r in results] == [True] * 4
-    assert results[0].seconds > 0 and all(r.seconds == 0 for r in results[1:])  # only the C++ one compiles
+    assert results[0].seconds > 0 and all(r.seconds == 0 for r in results[1:])  # only the first has a build step
 
 
 # A "candidate" whose build step reports the CPU priority it runs at (the word load_inline makes the

@@ -207,27 +207,28 @@ def test_shims_route_torchs_compilers_through_the_launcher(tmp_path, cc, monkeyp
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("sigmoid_build")  # shares tests/conftest.py's build with test_harness_pch.py
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux builds")
-def test_candidate_builds_never_share_compiled_units_and_a_pre_started_worker_finds_its_build(tmp_path, monkeypatch):
+def test_candidate_builds_never_share_compiled_units_and_a_pre_started_worker_finds_its_build(sigmoid_built,
+                                                                                               monkeypatch):
     """Two real C++ extension builds whose sources differ only in Python: the object cache of trusted in-process
     builds is not theirs (an object one candidate's build produced could reach another whose unit has the same
     text), so the second compiles again and nothing is written there; the candidate's own ``load_inline`` at
     evaluation, also in a pre-started worker, finds its build up to date and links nothing again."""
     import harness
 
-    objects = tmp_path / "objects"
+    objects = sigmoid_built.objects  # named by KV_OBJECT_CACHE_DIR for the fixture's build of src too
     monkeypatch.setenv("KV_OBJECT_CACHE_DIR", str(objects))
-    src = (Path(__file__).resolve().parents[1] / "agents" / "demo_kernels" / "cpu" / "l1_21_sigmoid.py").read_text()
+    src, cache, first = sigmoid_built.source, sigmoid_built.cache, sigmoid_built.first
     resubmitted = src + "\n# resubmission: only this comment differs\n"
-    with harness.Evaluator("cpu", "small", cache_dir=tmp_path / "cache") as ev:
-        first, second = ev.build(src), ev.build(resubmitted)
-        assert first.ok and second.ok and not second.cached
+    with harness.Evaluator("cpu", "small", cache_dir=cache) as ev:
+        second = ev.build(resubmitted)
+        assert first.ok and second.ok and not first.cached and not second.cached
         ev_result = ev.evaluate(resubmitted, "level1/21_Sigmoid")
     assert ev_result.record.status == "ok", ev_result.record.error
     assert ev_result.results["naive"].verdict == "correct"
     assert not (objects / "compiles.jsonl").exists() and not any(objects.rglob("*.o"))
-    with harness.Evaluator("cpu", "small", cache_dir=tmp_path / "cache",
-                           settings=harness.EvalSettings(prespawn_worker=True)) as ev:
+    with harness.Evaluator("cpu", "small", cache_dir=cache, settings=harness.EvalSettings(prespawn_worker=True)) as ev:
         built = {p: p.stat().st_mtime_ns for p in ev.extensions_dir(resubmitted).rglob("*.so")}
         ev.evaluate(src, "level1/21_Sigmoid")
         spared = ev.evaluate(resubmitted, "level1/21_Sigmoid")

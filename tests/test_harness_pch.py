@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shlex
 import subprocess
@@ -110,6 +111,10 @@ def test_no_pch_for_other_compilers_and_the_least_recently_used_variant_makes_ro
     clang.chmod(0o755)
     assert B.ensure_pch(tmp_path / "p1", str(clang), CFLAGS) is None
     root = tmp_path / "p2"
+    # The compiler shims live in the same root (harness.builds.pch_dir) and are older than any PCH: eviction
+    # must leave them, or builds in flight fail with "kv-shims/<hash>/c++: not found".
+    shims = B.compiler_shims(root)
+    os.utime(Path(shims["CXX"]).parents[1], (1, 1))
     made = []
     for i in range(B.MAX_PCH_VARIANTS):
         made.append(B.ensure_pch(root, cxx, f"{CFLAGS} -DV{i}"))
@@ -119,7 +124,8 @@ def test_no_pch_for_other_compilers_and_the_least_recently_used_variant_makes_ro
     extra = B.ensure_pch(root, cxx, f"{CFLAGS} -DV{B.MAX_PCH_VARIANTS}")
     assert extra is not None and extra.is_dir()
     assert not made[1].exists() and made[0].is_dir()  # V1 was the least recently used
-    assert len([p for p in root.iterdir() if p.is_dir()]) == B.MAX_PCH_VARIANTS
+    assert len([p for p in root.iterdir() if p.is_dir() and p.name != B.SHIM_DIR]) == B.MAX_PCH_VARIANTS
+    assert all(Path(s).is_file() for s in shims.values()) and B.compiler_shims(root) == shims
 
 
 def test_the_hook_gives_each_extension_the_pch_of_its_own_flags(tmp_path, fake_cxx, monkeypatch):
@@ -168,10 +174,10 @@ def test_the_hook_gives_each_extension_the_pch_of_its_own_flags(tmp_path, fake_c
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("sigmoid_build")  # shares tests/conftest.py's build with test_harness_compile_cache.py
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="GCC PCH on Linux only")
-def test_a_real_build_compiles_against_a_valid_pch(tmp_path):
+def test_a_real_build_compiles_against_a_valid_pch(sigmoid_built):
     """A demo kernel built by the Evaluator; GCC, given the extension's own flags, accepts the PCH."""
-    import harness
     from harness.builds import pch_dir
 
     root = pch_dir()
@@ -179,11 +185,8 @@ def test_a_real_build_compiles_against_a_valid_pch(tmp_path):
         pytest.skip("KV_PCH_DIR is empty: PCH off")
     if B._compiler_id(["c++"]) is None:
         pytest.skip("the C++ compiler is not GCC")
-    src = (Path(__file__).resolve().parents[1] / "agents" / "demo_kernels" / "cpu" / "l1_21_sigmoid.py").read_text()
-
-    with harness.Evaluator("cpu", "small", cache_dir=tmp_path) as ev:
-        assert ev.build(src).ok
-    (ninja,) = tmp_path.glob("extensions/*/*/build.ninja")
+    assert sigmoid_built.first.ok, sigmoid_built.first.error
+    (ninja,) = sigmoid_built.ext.glob("*/build.ninja")
     v = B._ninja_vars(ninja)
     assert "/kv-shims/" in v["cxx"]  # torch's compiler, through the launcher
     deadline = time.monotonic() + 600  # made in the background by the first build that needed it
@@ -196,3 +199,32 @@ def test_a_real_build_compiles_against_a_valid_pch(tmp_path):
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert f"! {d / 'torch' / 'extension.h.gch'}" in r.stderr  # "!": GCC found the PCH valid and used it
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sandboxed PCH makers on Linux only")
+def test_a_pch_a_build_missed_is_made_even_when_its_evaluator_closes_at_once(tmp_path, monkeypatch):
+    """The evaluator makes a missed PCH in a background thread, sandboxed; an evaluator closed right after its build
+    (a one-shot CLI evaluation, a test) once removed the temporary root that thread was about to make its work
+    folder in, and the PCH was never made."""
+    import harness
+
+    root = tmp_path / "pch"
+    fake = root / "bin" / "fake-g++"  # inside the PCH root: the one folder of tmp_path a sandbox can read
+    fake.parent.mkdir(parents=True)
+    fake.write_text('#!/bin/sh\nif [ "$1" = "-v" ]; then echo "gcc version 99.0 (fake)" >&2; exit 0; fi\n'
+                    'out=""; prev=""\nfor a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done\n'
+                    'echo pch > "$out"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("CXX", str(fake))
+    monkeypatch.setenv("KV_PCH_DIR", str(root))
+    monkeypatch.delenv("PYTORCH_NVCC", raising=False)
+    shim = B.compiler_shims(root)["CXX"]
+    requests = tmp_path / "pch-requests.jsonl"  # what a sandboxed build writes for a PCH it found missing
+    requests.write_text(json.dumps({"cxx": shim, "cflags": CFLAGS, "post_cflags": ""}) + "\n")
+    ev = harness.Evaluator("cpu", "small", cache_dir=tmp_path / "cache")
+    ev._builder._make_missing_pchs(requests)
+    ev.close()
+    deadline = time.monotonic() + 120
+    while B.ready_pch(root, shim, CFLAGS) is None:
+        assert time.monotonic() < deadline, "the PCH was never made"
+        time.sleep(0.5)

@@ -76,6 +76,7 @@ OBJECTS_ENV = "KV_OBJECT_CACHE_DIR"
 BUILD_DEADLINE_ENV = "KV_BUILD_DEADLINE"
 IMPORTED_MARKER = ".imported"  # written in the build folder once the import succeeded, before the constructor runs
 MAX_PCH_VARIANTS = 4
+PCH_KEY_CHARS = 20  # a PCH folder's name: this many hex digits of its key
 
 
 def _ninja_vars(build_ninja: Path) -> dict[str, str]:
@@ -97,10 +98,17 @@ def _compiler_id(cxx: list[str]) -> str | None:
     return text if "gcc version" in text and "clang" not in text.lower() else None
 
 
+def _is_pch_variant(p: Path) -> bool:
+    """A PCH folder (named by ``_pch_plan``'s key); the root also holds the compiler shims (``SHIM_DIR``), which
+    every build and candidate process runs and which eviction must never take (it once did: the shims, older
+    than any PCH, went first, and builds in flight failed with "kv-shims/<hash>/c++: not found")."""
+    return len(p.name) == PCH_KEY_CHARS and all(c in "0123456789abcdef" for c in p.name) and p.is_dir()
+
+
 def _evict_pch_variants(root: Path, keep: int) -> None:
     """Remove the least recently used PCH folders beyond ``keep`` (one being made is left alone; a
     compile already reading a removed one keeps its open file, later ones parse the real header)."""
-    variants = sorted((p for p in root.iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    variants = sorted((p for p in root.iterdir() if _is_pch_variant(p)), key=lambda p: p.stat().st_mtime)
     for old in variants[: max(0, len(variants) - keep)]:
         with open(old / ".lock", "a") as lock:
             try:
@@ -127,7 +135,7 @@ def _pch_plan(root: Path, cxx: str, cflags: str, post_cflags: str) -> tuple[Path
     if compiler is None:
         return None
     text = header.read_text()
-    key = hashlib.sha256("\0".join([torch.__version__, compiler, *cxx_argv, text, *flags]).encode()).hexdigest()[:20]
+    key = hashlib.sha256("\0".join([torch.__version__, compiler, *cxx_argv, text, *flags]).encode()).hexdigest()[:PCH_KEY_CHARS]
     return root / key, tuple(cxx_argv), tuple(flags), text
 
 
@@ -292,7 +300,10 @@ def build_env(pch_root: Path | None, objects: Path | None) -> dict[str, str]:
     """What ``Evaluator`` adds to every child's environment so builds use the caches (empty when both are off)."""
     if not sys.platform.startswith("linux") or (pch_root is None and objects is None):
         return {}
-    env = compiler_shims(objects or pch_root)
+    # The shims live beside the PCHs whenever there are PCHs: a PCH is keyed by the compiler's path too, so trusted
+    # in-process builds (shims under the object cache, as they once were) and sandboxed builds of the same flags made
+    # two identical ~0.8 GB PCHs, each costing a full parse of torch's headers.
+    env = compiler_shims(pch_root if pch_root is not None else objects)
     if pch_root is not None:
         env[PCH_ENV] = str(pch_root)
     if objects is not None:
