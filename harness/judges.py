@@ -223,7 +223,7 @@ class JudgePool:
         try:
             handle.conn.send("warm", {"device": self.setup.device, "threads": settings.torch_threads(self.setup.device),
                                       "compile": settings.compiles_baseline(self.setup.device)})
-        except WireError:
+        except (WireError, OSError):
             handle.close()
             return None
         return handle
@@ -245,26 +245,32 @@ class JudgePool:
         return spare
 
     def _start_judge(self, problem: P.Problem) -> _JudgeHandle:
-        setup = self.setup
-        job = setup.base_job(problem).model_copy(update=self.fresh_seeds())
+        job = self.setup.base_job(problem).model_copy(update=self.fresh_seeds())
         spare = self._take_spare()
-        for handle in ([spare] if spare is not None else []) + [None]:
-            handle = handle or self._spawn()
-            handle.problem_id = problem.id
-            try:
-                handle.conn.send("job", job.model_dump(mode="json"))
-                kind, payload = handle.conn.recv(timeout=setup.settings.reference_timeout_s)
-            except (WireError, OSError) as exc:
-                kind, payload = "failed", f"{exc}"
-            if kind == "ready":
-                handle.environment = (payload or {}).get("environment") or {}
-                handle.warmed = (payload or {}).get("warmed")
+        if spare is not None:
+            handle, _failure = self._assign(spare, job)
+            if handle is not None:
                 return handle
-            err = tail(handle.child.err_path, 2000)
-            kill_group(handle.child.proc)
-            handle.close()
-            if handle is not spare:
-                break
-            # A spare that failed may have died of its own warm-up before the job came: once more from scratch (a
-            # problem whose reference fails fails there too, reported as before).
-        raise RuntimeError(f"reference for {problem.id} failed: {payload or ''} {err}".strip())
+            # It may have died of its own warm-up before the job came: once more from scratch (a problem whose
+            # reference fails fails there too, reported as before).
+        handle, failure = self._assign(self._spawn(), job)
+        if handle is None:
+            raise RuntimeError(f"reference for {problem.id} failed: {failure}".strip())
+        return handle
+
+    def _assign(self, handle: _JudgeHandle, job) -> tuple[_JudgeHandle | None, str]:
+        """Give a started judge its problem; the judge once its references are ready, or None (ended) and why not."""
+        handle.problem_id = job.problem_id
+        try:
+            handle.conn.send("job", job.model_dump(mode="json"))
+            kind, payload = handle.conn.recv(timeout=self.setup.settings.reference_timeout_s)
+        except (WireError, OSError) as exc:
+            kind, payload = "failed", f"{exc}"
+        if kind == "ready":
+            handle.environment = (payload or {}).get("environment") or {}
+            handle.warmed = (payload or {}).get("warmed")
+            return handle, ""
+        err = tail(handle.child.err_path, 2000)
+        kill_group(handle.child.proc)
+        handle.close()
+        return None, f"{payload or ''} {err}"

@@ -184,7 +184,7 @@ class JudgeLink:
         """A timed call's whole output into the shared buffer (every call, checked or not: the judge decides which
         it reads once the report is in); its description for the 'called' report."""
         if not isinstance(out, torch.Tensor):
-            return M.payload(M.Output(type="other", name=type(out).__qualname__[:200]))
+            return M.payload(M.Output(type="other", name=type(out).__qualname__[:M.MAX_NAME]))
         desc = {}
         if out.numel() * out.element_size() <= capacity:
             desc = self.buf.write(torch.Tensor._make_subclass(torch.Tensor, out.detach()) if type(out) is not torch.Tensor
@@ -193,18 +193,9 @@ class JudgeLink:
                                   dim_order=desc.get("dim_order")))
 
     def send_output(self, out: Any, offset: int, capacity: int, exc: BaseException | None = None) -> None:
-        if exc is not None:
-            meta = M.Output(type="exception", text=_trim(exc))
-        elif isinstance(out, torch.Tensor):
-            desc = {}
-            if out.numel() * out.element_size() <= capacity:
-                desc = self.buf.write(torch.Tensor._make_subclass(torch.Tensor, out.detach())
-                                      if type(out) is not torch.Tensor else out, offset)
-            meta = M.Output(type="tensor", shape=list(out.shape), dtype=dtype_name(out.dtype),
-                            dim_order=desc.get("dim_order"))
-        else:
-            meta = M.Output(type="other", name=type(out).__qualname__[:M.MAX_NAME])
-        self.conn.send("output", M.payload(meta))
+        meta = M.payload(M.Output(type="exception", text=_trim(exc))) if exc is not None \
+            else self.handover(out, offset, capacity)
+        self.conn.send("output", meta)
         self._note(self.conn.recv(timeout=3600)[1])  # the judge's "ok": it has read the bytes
 
 

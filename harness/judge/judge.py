@@ -722,13 +722,10 @@ class Session:
         if not isinstance(exp.out, torch.Tensor):
             return None, None
         known = DTYPES.get(dtype)
-        # The bytes are read only for the expected shape in a dtype that fits the slot; anything else is judged on
-        # what it declares, with nothing allocated for it (the shape is the candidate's: any int64 sizes).
-        if known is None or shape != list(exp.out.shape) or math.prod(shape) * known.itemsize > cap:
+        if not self._readable(sent, exp.out.shape, cap):
             st = unread_stats(shape, dtype, exp.out, dtype_ok=known is not None and known == exp.dtype)
         else:
-            out = snapshot if snapshot is not None else self.buf.read(
-                {"offset": offset, "shape": shape, "dtype": dtype, "dim_order": sent.dim_order}, self.j.device)
+            out = snapshot if snapshot is not None else self._read(sent, offset)
             st = error_stats(out, exp.out)
             if exp.out.is_floating_point():
                 st.dtype_ok = out.dtype == exp.dtype  # the run's nominal dtype (fp32 for an fp32 run's exact value)
@@ -950,17 +947,25 @@ class Session:
             self.calibration_ms += [self._calibrate(), self._calibrate()]
         self._send("ok")
 
+    @staticmethod
+    def _readable(sent: M.Output, expected_shape: Any, cap: int) -> bool:
+        """Whether an output's bytes are read: only for the expected shape in a dtype that fits the slot; anything
+        else is judged on what it declares, with nothing allocated for it (the shape is the candidate's: any int64
+        sizes)."""
+        known = DTYPES.get(str(sent.dtype))
+        return sent.type == "tensor" and known is not None and isinstance(expected_shape, torch.Size) \
+            and list(sent.shape) == list(expected_shape) and math.prod(sent.shape) * known.itemsize <= cap
+
+    def _read(self, sent: M.Output, offset: int) -> torch.Tensor:
+        """The handed-over output's bytes, copied into the judge's memory (in row-major order)."""
+        return self.buf.read({"offset": offset, "shape": list(sent.shape), "dtype": str(sent.dtype),
+                              "dim_order": sent.dim_order}, self.j.device)
+
     def _snapshot(self, sent: M.Output) -> torch.Tensor | None:
         """A checked timed call's output copied into the judge's memory the moment its report arrives, before the
         expected output is computed: bytes written into the shared slot after the report (a forked process of the
         candidate's finishing the work the call skipped) are not what is judged. None where nothing would be read."""
-        shape, dtype = self.out_like
-        known = DTYPES.get(str(sent.dtype))
-        if sent.type != "tensor" or known is None or not isinstance(shape, torch.Size) or list(sent.shape) != list(shape) \
-                or math.prod(shape) * known.itemsize > self.out_cap:
-            return None
-        return self.buf.read({"offset": self.out_off, "shape": list(shape), "dtype": str(sent.dtype),
-                              "dim_order": sent.dim_order}, self.j.device)
+        return self._read(sent, self.out_off) if self._readable(sent, self.out_like[0], self.out_cap) else None
 
     def _calibrate(self) -> float:
         """One sample, here and now (the candidate process waits for the reply), of everything in a timed call's
