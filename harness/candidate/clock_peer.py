@@ -24,7 +24,8 @@ import torch
 
 from ..measure.device import Clock, DeviceOps
 from ..wire.conn import Conn, WireError
-from ..wire.shm import DTYPES, handover_buffer
+from ..wire.sealed import OutputSlot, write_sealed
+from ..wire.shm import DTYPES, DeviceSharedBuffer, handover_buffer
 
 
 def serve(conn: Conn) -> int:
@@ -58,13 +59,20 @@ def serve(conn: Conn) -> int:
             # a float64 expected value is handed over as float32, as the candidate must return it
             out = torch.zeros(numel, dtype=torch.float32 if dtype == torch.float64 else dtype, device=device)
             buf.ensure(max(1, out.numel() * out.element_size()))
+        # a host hand-over goes into a sealed file of its own, made before the call as the judge makes the worker's
+        slot = None if isinstance(buf, DeviceSharedBuffer) else OutputSlot(max(1, out.numel() * out.element_size()))
         _pre_call(ops, like, 0)
         conn.send("go", {})
         conn.recv(timeout=60)
         clock.interval(lambda: None, sync_before_end=False, lead_us=lead_us)
-        buf.write(out, 0)
+        if slot is not None:
+            write_sealed(slot.fd, out)
+        else:
+            buf.write(out, 0)
         ops.sync()
         conn.send("called", {})
+        if slot is not None:
+            slot.close()
 
 
 def main(fd: int) -> int:

@@ -33,6 +33,7 @@ from ..measure.timing import Subject, VerifiedBudget, event_vs_synced, naive_sam
 from ..wire import messages as M
 from ..wire.conn import Conn, WireError
 from ..wire.job import JobSpec
+from ..wire.sealed import write_sealed
 from ..wire.shm import DTYPES, DeviceSharedBuffer, SharedBuffer, dtype_name, unpack_args
 from . import guards as G
 
@@ -160,6 +161,9 @@ class JudgeLink:
             raise WireError("the judge did not say hello")
         self.plan = hello
         self.judge_device_bytes = 0  # the judge's device memory as of its last reply (see _note)
+        # The file the next output goes back in, and its room (harness.wire.sealed; host hand-over only): it comes with
+        # the reply before each call that hands an output over.
+        self.slot: tuple[int, int] | None = None
         self._note(hello)
         self.buf = DeviceSharedBuffer.attach(fds[0], int(hello["size"])) if hello.get("buffer") == "device" \
             else SharedBuffer(fds[0], int(hello["size"]), pin=pin)
@@ -174,27 +178,41 @@ class JudgeLink:
         self.conn.send(kind, M.payload(M.parse(kind, payload)))  # the shape the judge will hold it to
         _kind, reply, fds = self.conn.recv(with_fds=True, timeout=3600)
         reply = self._note(reply)
+        if "slot" in reply and fds:
+            self._take_slot(fds.pop(), int(reply["slot"]))
         if fds and isinstance(self.buf, DeviceSharedBuffer):  # the judge's buffer grew: a new allocation
             self.buf.remap(fds[0], int(reply["size"]))
         elif "size" in reply:
             self.buf.map(int(reply["size"]))
         return reply
 
+    def _take_slot(self, fd: int, capacity: int) -> None:
+        if self.slot is not None:
+            os.close(self.slot[0])
+        self.slot = (fd, capacity)
+
     def handover(self, out: Any, offset: int, capacity: int) -> dict:
         """A timed call's whole output into the shared buffer (every call, checked or not: the judge decides which
         it reads once the report is in); its description for the 'called' report."""
-        if not isinstance(out, torch.Tensor):
-            return M.payload(M.Output(type="other", name=type(out).__qualname__[:M.MAX_NAME]))
-        desc = {}
-        if out.numel() * out.element_size() <= capacity:
-            desc = self.buf.write(torch.Tensor._make_subclass(torch.Tensor, out.detach()) if type(out) is not torch.Tensor
-                                  else out, offset)
-        return M.payload(M.Output(type="tensor", shape=list(out.shape), dtype=dtype_name(out.dtype),
-                                  dim_order=desc.get("dim_order")))
+        slot, self.slot = self.slot, None
+        try:
+            if not isinstance(out, torch.Tensor):
+                return M.payload(M.Output(type="other", name=type(out).__qualname__[:M.MAX_NAME]))
+            plain = torch.Tensor._make_subclass(torch.Tensor, out.detach()) if type(out) is not torch.Tensor else out
+            fits = out.numel() * out.element_size() <= (slot[1] if slot is not None else capacity)
+            if slot is not None:  # written and sealed before the report: nothing can change it once reported
+                desc = write_sealed(slot[0], plain if fits else plain.new_empty(0))
+            else:
+                desc = self.buf.write(plain, offset) if fits else {}
+            return M.payload(M.Output(type="tensor", shape=list(out.shape), dtype=dtype_name(out.dtype),
+                                      dim_order=desc.get("dim_order") if fits else None))
+        finally:
+            if slot is not None:
+                os.close(slot[0])
 
     def send_output(self, out: Any, offset: int, capacity: int, exc: BaseException | None = None) -> None:
-        meta = M.payload(M.Output(type="exception", text=_trim(exc))) if exc is not None \
-            else self.handover(out, offset, capacity)
+        meta = self.handover(out, offset, capacity) if exc is None \
+            else M.payload(M.Output(type="exception", text=_trim(exc)))
         self.conn.send("output", meta)
         self._note(self.conn.recv(timeout=3600)[1])  # the judge's "ok": it has read the bytes
 
@@ -333,12 +351,14 @@ def _judged_call(ctx: Ctx, kind: str, index: int) -> tuple[Any, list[Any]]:
     if ctx.ops.is_cuda:  # the judge may compute this trial's reference on the same device: room for it
         torch.cuda.empty_cache()
     p = ctx.judge.request(kind, {"index": index})
-    inputs = unpack_args(ctx.judge.buf, p.get("args", []), ctx.device)
-    # A verified call's inputs are placed, and the call made, while the previous call's are still held: never at
-    # their address, and nothing of this call (its pristine copy) takes that block either. State keyed on where the
-    # first input sat (a CUDA graph that captured the copy from it; cuda-l1-h100 level2/5 on the H200) is then wrong
-    # on an ordinary trial, not only on the timed calls' other input sets, and the verdict says incorrect, not hack.
-    # KernelBench's trials (naive) keep whatever address the allocator gives.
+    # A verified trial's inputs lie where a timed call's do, in place in the shared buffer (nothing tells the two
+    # apart), each trial at another of the timing sets' places, so never at the previous trial's address: state keyed
+    # on where the first input sat (a CUDA graph that captured the copy from it; cuda-l1-h100 level2/5 on the H200) is
+    # then wrong on an ordinary trial, not only on the timed calls' other input sets, and the verdict says incorrect,
+    # not hack. KernelBench's trials (naive) get copies, at whatever address the allocator gives.
+    descs = p.get("args", [])
+    inputs = _in_place(ctx.judge.buf, descs, ctx.device) if kind == "verified_trial" \
+        else unpack_args(ctx.judge.buf, descs, ctx.device)
     previous, ctx.held_inputs = ctx.held_inputs, (inputs if kind == "verified_trial" else None)
     pristine = [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
     out, err = None, None
@@ -508,6 +528,12 @@ def _timing_sets(buf, descs: list[list[dict]], device: str) -> tuple[list[list[A
            if "tensor" in d):
         return views, False
     return [unpack_args(buf, s, device) for s in descs], True
+
+
+def _in_place(buf, descs: list[dict], device: str) -> list[Any]:
+    """A judged call's inputs as a timed call's are: in place in the shared buffer where it is on this device (the
+    judge places them where the timing sets will lie), else copies."""
+    return _timing_sets(buf, [descs], device)[0][0]
 
 
 def _refill(ctx: Ctx, idx: int) -> None:

@@ -49,6 +49,7 @@ from ..wire import messages as M
 from ..wire.conn import Conn, Malformed, WireError
 from ..wire.device_buffer import emulated
 from ..wire.job import JobSpec
+from ..wire.sealed import OutputSlot, write_sealed
 from ..wire.shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, handover_buffer, pack_args
 from .gate import DeviceGate
 from .inputs import (
@@ -228,6 +229,11 @@ class Expected:
     @property
     def nbytes(self) -> int:
         return self.out.numel() * self.out.element_size() if isinstance(self.out, torch.Tensor) else 0
+
+    @property
+    def returned_nbytes(self) -> int:
+        """The size of the output the candidate must return (its dtype, not the exact reference's)."""
+        return self.out.numel() * self.dtype.itemsize if isinstance(self.out, torch.Tensor) else 0
 
     def on(self, device: str) -> Expected:
         """The same expectation with its output copied to ``device``."""
@@ -532,6 +538,14 @@ class Session:
         self.phases: list[dict] = []  # each timed call's time as the candidate process split it (evidence, in details)
         self.cal_phases: list[dict] = []  # the in-process calibration's split, beside it
         self.protocol_error: str | None = None
+        # The output file offered for the next handed-over output (host hand-over: harness.wire.sealed), whether the
+        # last report's file was sealed as it arrived, and the outputs that were not.
+        self.slot: OutputSlot | None = None
+        self.out_off, self.out_cap, self.out_bytes = 0, 0, 0  # the timed calls' output: offset, room, expected size
+        self.trials_placed = 0
+        self._sealed_at_arrival: bool | None = None
+        self.sealed_outputs = 0
+        self.unsealed: list[str] = []
         self.timing_started: float | None = None
         self.reported_kernel_ms: list[float] = []
         # What the witness's overhead measurement copies per call: the timed output's shape and dtype.
@@ -574,6 +588,36 @@ class Session:
         self.conn.send(kind, payload, fds=fds)
 
     @property
+    def sealing(self) -> bool:
+        """Outputs come back in sealed files (harness.wire.sealed): wherever the hand-over is in host memory."""
+        return not isinstance(self.buf, DeviceSharedBuffer)
+
+    def _offer_slot(self, cap: int, expected_bytes: int) -> tuple[dict, list[int] | None]:
+        """A fresh output file for the next handed-over output (reply fields and descriptors to pass with the reply
+        that precedes the call; nothing where the hand-over is in device memory)."""
+        if not self.sealing:
+            return {}, None
+        if self.slot is not None:
+            self.slot.close()
+        self.slot = OutputSlot(cap, allocate=expected_bytes)
+        return {"slot": cap}, [self.slot.fd]
+
+    def _seal_check(self) -> None:
+        """As a report arrives, before anything else: is the offered file sealed (nothing can change it from now on)?"""
+        self._sealed_at_arrival = self.slot.sealed() if self.slot is not None else None
+
+    def _take_slot(self, sent: M.Output, what: str) -> OutputSlot | None:
+        """The file the report that just arrived is about; an output of tensor type in a file that was not sealed as
+        the report arrived is a breach (sealed_handover): its bytes could still change."""
+        slot, self.slot = self.slot, None
+        if slot is not None and sent.type == "tensor":
+            if self._sealed_at_arrival:
+                self.sealed_outputs += 1
+            else:
+                self.unsealed.append(what)
+        return slot
+
+    @property
     def handover(self) -> str:
         """'device', 'host', or 'host-fallback' (device hand-over asked for, refused by the driver)."""
         if isinstance(self.buf, DeviceSharedBuffer):
@@ -599,6 +643,8 @@ class Session:
         finally:
             self.timing_sets = []
             self._end_timing()
+            if self.slot is not None:
+                self.slot.close()
             self.buf.close()  # GiBs at full size: the judge serves every later candidate of its problem
         return self._result()
 
@@ -613,6 +659,8 @@ class Session:
         while True:
             kind, p = self.conn.recv(timeout=timeout)
             self._arrived = time.perf_counter()  # before anything else: the timing witness's clock
+            if kind == "called":
+                self._seal_check()
             try:
                 req = M.parse(kind, p)
                 if self._handle(kind, req, next_naive, next_verified):
@@ -693,18 +741,22 @@ class Session:
         """Where the candidate writes its output: after the inputs, room for the expected shape in any dtype."""
         n = exp.out.numel() if isinstance(exp.out, torch.Tensor) else 0
         cap = n * 8 if n * 8 <= 2**30 else exp.nbytes
-        self.buf.ensure(in_bytes + cap)
-        return in_bytes, cap
+        self.buf.ensure(in_bytes + (0 if self.sealing else cap))
+        return (0 if self.sealing else in_bytes), cap
 
-    def _receive_output(self, offset: int, cap: int, exp: Expected) -> tuple[ErrorStats | None, str | None]:
+    def _receive_output(self, offset: int, cap: int, exp: Expected, what: str) -> tuple[ErrorStats | None, str | None]:
         """Read the candidate's 'output' message: (stats, exception text)."""
         with self._clock("waiting"):
             kind, meta = self.conn.recv(timeout=self.j.settings.eval_timeout_s)
+        self._seal_check()
         with self._clock("compare"):
-            return self._judge_output(kind, meta, offset, cap, exp)
+            return self._judge_output(kind, meta, offset, cap, exp, what=what)
 
     def _judge_output(self, kind: str, meta: Any, offset: int, cap: int, exp: Expected,
-                      snapshot: torch.Tensor | None = None) -> tuple[ErrorStats | None, str | None]:
+                      snapshot: torch.Tensor | None = None, what: str = "",
+                      slot: OutputSlot | None = None) -> tuple[ErrorStats | None, str | None]:
+        """(stats, exception text) of an output: read from ``snapshot`` (already copied), else from the sealed file
+        it came in (``slot``; taken here for an 'output' message), else from the shared buffer at ``offset``."""
         if kind != "output":
             self.protocol_error = f"sent {kind!r} {str(meta)[:120]} where its output was due"
             raise WireError(self.protocol_error)
@@ -713,6 +765,16 @@ class Session:
         except M.ProtocolBreach as exc:
             self.protocol_error = f"sent a malformed output ({exc})"
             raise
+        if slot is None and what:
+            slot = self._take_slot(sent, what)
+        try:
+            return self._stats(sent, offset, cap, exp, snapshot, slot)
+        finally:
+            if slot is not None and what:
+                slot.close()
+
+    def _stats(self, sent: M.Output, offset: int, cap: int, exp: Expected, snapshot: torch.Tensor | None,
+               slot: OutputSlot | None) -> tuple[ErrorStats | None, str | None]:
         if sent.type == "exception":
             return None, sent.text[-4000:]
         if sent.type != "tensor":
@@ -725,7 +787,7 @@ class Session:
         if not self._readable(sent, exp.out.shape, cap):
             st = unread_stats(shape, dtype, exp.out, dtype_ok=known is not None and known == exp.dtype)
         else:
-            out = snapshot if snapshot is not None else self._read(sent, offset)
+            out = snapshot if snapshot is not None else self._read(sent, offset, slot)
             st = error_stats(out, exp.out)
             if exp.out.is_floating_point():
                 st.dtype_ok = out.dtype == exp.dtype  # the run's nominal dtype (fp32 for an fp32 run's exact value)
@@ -737,16 +799,23 @@ class Session:
         with self._clock("handover"):
             inputs = self.j.inputs(seed, scale, distribution)
             in_bytes = args_nbytes(inputs)
-            off, cap = self._out_slot(in_bytes, exp)
-            descs = pack_args(self.buf, inputs, grow=False)
+            # Placed as the timing sets will be, at their places in turn: from inside the candidate's process a judged
+            # call's inputs look like a timed call's (the same buffer, the same addresses), and no two trials in a row
+            # share an address.
+            sets = max(1, len(self.j.timing_seeds))
+            off, cap = self._out_slot(sets * in_bytes, exp)
+            base = (self.trials_placed % sets) * in_bytes
+            self.trials_placed += 1
+            descs = pack_args(self.buf, inputs, grow=False, offset=base)
             del inputs
             self.j.release()
         like = {"numel": exp.out.numel(), "dtype": str(exp.out.dtype).removeprefix("torch.")} \
             if isinstance(exp.out, torch.Tensor) else {}
+        slot, fds = self._offer_slot(cap, exp.returned_nbytes)
         self._send("inputs", {"args": descs, "size": self.buf.size, "out_offset": off, "out_capacity": cap,
-                                  "expected_like": like, "forward_seed": forward_seed(seed)})
+                              "expected_like": like, "forward_seed": forward_seed(seed), **slot}, fds=fds)
         try:
-            tr.error, tr.exception = self._receive_output(off, cap, exp)
+            tr.error, tr.exception = self._receive_output(off, cap, exp, f"trial (seed {seed})")
         except WireError:
             tr.exception = "no output reached the judge (the candidate process ended or broke the protocol)"
             raise
@@ -797,13 +866,15 @@ class Session:
             base += args_nbytes(s)
         self.set_descs = descs
         self.j.release()
-        self.out_off, self.out_cap = off, cap
+        self.out_off, self.out_cap, self.out_bytes = off, cap, first.returned_nbytes
         self.timing_started = time.perf_counter()
         # Each set's forward seed (the one its expected output was computed under) and the output's size: the timed
-        # calls get the same pre-call work as the judged ones.
+        # calls get the same pre-call work as the judged ones. The first timed call's output file comes with it, each
+        # later one's with the reply to the call before (outside every interval).
+        slot, fds = self._offer_slot(cap, self.out_bytes)
         self._send("timing_inputs", {"sets": descs, "size": self.buf.size, "out_offset": off, "out_capacity": cap,
                                      "forward_seeds": [forward_seed(seed) for _key, seed in self.timing_keys],
-                                     "expected_like": self.like})
+                                     "expected_like": self.like, **slot}, fds=fds)
 
     def _admit_baseline(self, req: M.Baseline) -> None:
         """Bound the baseline work a candidate asks for before any of it runs (the count of one request is bounded by
@@ -929,23 +1000,36 @@ class Session:
         p = check_probability(s.timed_check_fraction, s.verified_min_iters)
         if self.check_seconds > s.timed_check_seconds:  # checks' references past their budget: a few more expected
             p = min(p, 4.0 / most_timed_calls(s))
-        if self.j.rng.random() < p:
-            with self._clock("compare"):
-                snapshot = self._snapshot(req.output)
-            t0 = time.perf_counter()
-            with self._clock("expected"):
-                exp = self._expected_timing(idx)
-            self.check_seconds += time.perf_counter() - t0
-            with self._clock("compare"):
-                st, exc = self._judge_output("output", M.payload(req.output), self.out_off, self.out_cap, exp,
-                                             snapshot=snapshot)
-            self.timed_checked += 1
-            if exc is not None or st is None or not verified_pass(st, exp, self.j.precision):
-                why = exc[-200:] if exc else (_why_failed(st, exp) if st else "no output")
-                self.timed_failures.append(f"timed call on set {idx}: {why}")
+        slot = self._take_slot(req.output, f"timed call {self.timed_calls_reported} (set {idx})")
+        try:
+            if self.j.rng.random() < p:
+                self._check_timed(req.output, idx, slot)
+        finally:
+            if slot is not None:
+                slot.close()
         with self._clock("calibration"):  # two per call: the calibration's low quantile is the steadier for it
             self.calibration_ms += [self._calibrate(), self._calibrate()]
-        self._send("ok")
+        fields, fds = self._offer_slot(self.out_cap, self.out_bytes)  # the next timed call's output file
+        self._send("ok", fields, fds=fds)
+
+    def _check_timed(self, sent: M.Output, idx: int, slot: OutputSlot | None) -> None:
+        """Judge a timed call's handed-over output against its own inputs' reference. Sealed in its file it is read
+        when needed; bytes in a shared buffer (a device hand-over, or a file left unsealed) are copied first, before
+        the reference is computed, so bytes written after the report are not what is judged."""
+        with self._clock("compare"):
+            sealed = slot is not None and self._sealed_at_arrival
+            snapshot = None if sealed else self._snapshot(sent, slot)
+        t0 = time.perf_counter()
+        with self._clock("expected"):
+            exp = self._expected_timing(idx)
+        self.check_seconds += time.perf_counter() - t0
+        with self._clock("compare"):
+            st, exc = self._judge_output("output", M.payload(sent), self.out_off, self.out_cap, exp,
+                                         snapshot=snapshot, slot=slot)
+        self.timed_checked += 1
+        if exc is not None or st is None or not verified_pass(st, exp, self.j.precision):
+            why = exc[-200:] if exc else (_why_failed(st, exp) if st else "no output")
+            self.timed_failures.append(f"timed call on set {idx}: {why}")
 
     @staticmethod
     def _readable(sent: M.Output, expected_shape: Any, cap: int) -> bool:
@@ -956,16 +1040,17 @@ class Session:
         return sent.type == "tensor" and known is not None and isinstance(expected_shape, torch.Size) \
             and list(sent.shape) == list(expected_shape) and math.prod(sent.shape) * known.itemsize <= cap
 
-    def _read(self, sent: M.Output, offset: int) -> torch.Tensor:
-        """The handed-over output's bytes, copied into the judge's memory (in row-major order)."""
-        return self.buf.read({"offset": offset, "shape": list(sent.shape), "dtype": str(sent.dtype),
-                              "dim_order": sent.dim_order}, self.j.device)
+    def _read(self, sent: M.Output, offset: int, slot: OutputSlot | None = None) -> torch.Tensor:
+        """The handed-over output's bytes, copied into the judge's memory (in row-major order): from its own file
+        where it came in one (at its start), else from the shared buffer at ``offset``."""
+        desc = {"offset": 0 if slot is not None else offset, "shape": list(sent.shape), "dtype": str(sent.dtype),
+                "dim_order": sent.dim_order}
+        return (slot or self.buf).read(desc, self.j.device)
 
-    def _snapshot(self, sent: M.Output) -> torch.Tensor | None:
+    def _snapshot(self, sent: M.Output, slot: OutputSlot | None = None) -> torch.Tensor | None:
         """A checked timed call's output copied into the judge's memory the moment its report arrives, before the
-        expected output is computed: bytes written into the shared slot after the report (a forked process of the
-        candidate's finishing the work the call skipped) are not what is judged. None where nothing would be read."""
-        return self._read(sent, self.out_off) if self._readable(sent, self.out_like[0], self.out_cap) else None
+        expected output is computed. None where nothing would be read."""
+        return self._read(sent, self.out_off, slot) if self._readable(sent, self.out_like[0], self.out_cap) else None
 
     def _calibrate(self) -> float:
         """One sample, here and now (the candidate process waits for the reply), of everything in a timed call's
@@ -986,14 +1071,21 @@ class Session:
             dtype = self.out_like[1] if self.out_like[1] != torch.float64 else torch.float32
             self._cal_out = torch.zeros(self.out_like[0], dtype=dtype, device=j.device)
         lead = j.settings.verified_launch_lead_us if j.ops.can_hold else 0.0
+        fits = self._cal_out is not None and self._cal_out.numel() * self._cal_out.element_size() <= self.out_cap
+        # an output file of its own, made before the clock as the candidate's is (offered with the reply before)
+        slot = OutputSlot(self.out_cap, allocate=self.out_bytes) if fits and self.sealing else None
         j.ops.sync()
         t0 = time.perf_counter()
         Clock(j.ops).interval(lambda: None, sync_before_end=False, lead_us=lead)
         t1 = time.perf_counter()
-        if self._cal_out is not None and self._cal_out.numel() * self._cal_out.element_size() <= self.out_cap:
+        if slot is not None:
+            write_sealed(slot.fd, self._cal_out)
+        elif fits:
             self.buf.write(self._cal_out, self.out_off)
         j.ops.sync()
         t2 = time.perf_counter()
+        if slot is not None:
+            slot.close()
         self.cal_phases.append({"round_trip": rt, "timer": (t1 - t0) * 1e3, "handover": (t2 - t1) * 1e3})
         return rt + (t2 - t0) * 1e3
 
@@ -1016,8 +1108,9 @@ class Session:
         if any(g.name == name for g in self.guards):  # once each: every one costs an expected output and a comparison
             raise M.ProtocolBreach(f"asked for the {name} check twice")
         exp = self._expected_timing(idx)
-        self._send("check", {"check": True})
-        st, exc = self._receive_output(self.out_off, self.out_cap, exp)
+        fields, fds = self._offer_slot(self.out_cap, self.out_bytes)
+        self._send("check", {"check": True, **fields}, fds=fds)
+        st, exc = self._receive_output(self.out_off, self.out_cap, exp, f"the {name} check's call")
         ok = exc is None and st is not None and verified_pass(st, exp, self.j.precision)
         detail = "" if ok else (
             f"inputs rewritten in place with new values, call raised: {exc[-200:]}" if exc else
@@ -1073,6 +1166,18 @@ class Session:
             verified = [x * w["credited_ms"] / w["reported_median_ms"] for x in verified]
         return verified, naive
 
+    def _sealed_outcome(self) -> GuardOutcome:
+        if not self.sealing:
+            return outcome("sealed_handover", True, applicable=False,
+                           detail="outputs handed over in device memory, which has no seals")
+        if self.unsealed:
+            return outcome("sealed_handover", False, detail=(
+                f"{len(self.unsealed)} output(s) still writable when their report arrived (another process or thread of "
+                f"the candidate's kept a writable mapping of the file, or the seal was skipped): "
+                + "; ".join(self.unsealed[:3])))
+        return outcome("sealed_handover", True, applicable=self.sealed_outputs > 0,
+                       detail=f"{self.sealed_outputs} output(s) sealed against writes before their report")
+
     def _result(self) -> dict:
         guards = list(self.guards)
         credited = self._credited()
@@ -1083,6 +1188,7 @@ class Session:
                        + ("" if self.fresh_values is None else f" (inputs not renewed per call: {self.fresh_values})")))
         if self.protocol_error:
             guards.append(outcome("judge_protocol", False, detail=self.protocol_error))
+        guards.append(self._sealed_outcome())
         return {
             "naive_trials": [t.model_dump(mode="json") for t in self.naive_trials],
             "verified_trials": [t.model_dump(mode="json") for t in self.verified_trials],

@@ -45,6 +45,8 @@ GUARDS: tuple[Guard, ...] = (
           "a timer, synchronisation or comparison function replaced (torch's own re-binding excepted)"),
     Guard("judge_protocol", "hack", "tampering", "judge", "any",
           "the candidate's process broke the judge's protocol (forged or out-of-order messages)"),
+    Guard("sealed_handover", "hack", "tampering", "judge", "any",
+          "an output still writable when its call's report arrived (a process or thread kept a mapping to write late)"),
     Guard("timed_outputs_correct", "hack", "consistency", "judge", "timing",
           "timed calls, checked on a sample picked after each returned, miss the verified tolerance"),
     Guard("same_pointer_new_contents", "hack", "consistency", "judge", "timing",

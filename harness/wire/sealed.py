@@ -1,0 +1,105 @@
+"""An output's hand-over that nothing can change once reported: a fresh memfd per call, sealed against writes before the
+report goes out.
+
+Through a buffer both processes keep mapped, an output's bytes stay writable after the report: a forked child or a
+hidden thread of the candidate's could finish the work the call skipped after the judge's clock had stopped, racing
+the judge's copy (``harness/fixtures/open_attacks``'s late-write fixtures). Here the judge makes one memfd per handed-
+over output (``OutputSlot``: its size fixed by seals, its pages allocated before the call) and passes it with the
+reply that precedes the call; the candidate process writes the bytes with ``pwrite`` (it never maps the file) and
+adds ``F_SEAL_WRITE`` before it reports (``write_sealed``). The kernel refuses that seal while any process holds a
+writable shared mapping of the file, and once it is set no one can write the file again, through any mapping,
+descriptor or process. The judge checks for the seal as the report arrives (``OutputSlot.sealed``): an unsealed
+output is a breach (``sealed_handover``), and a sealed one holds exactly what was there before the seal. What is left
+to a candidate that skips the seal and writes late: the moments between its report and the judge's check.
+
+Host memory only: a device hand-over buffer (``harness.wire.device_buffer``) has no seals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+
+import torch
+
+from .conn import WireError
+from .shm import SharedBuffer, _inverse, dense_order, dtype_name
+
+
+class OutputSlot(SharedBuffer):
+    """Judge side: one call's output file. Never mapped here (a writable mapping would refuse the candidate's seal):
+    read with pread, which copies the bytes out."""
+
+    def __init__(self, capacity: int, allocate: int | None = None) -> None:
+        """``capacity`` bytes, of which the first ``allocate`` (all by default: the size the output is expected to
+        take) are allocated now, so the call's hand-over is a copy, not allocation."""
+        # not super().__init__: nothing is mapped until it is sealed
+        self.fd = os.memfd_create("kv-out", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+        self.size, self._mm, self.pin, self._pinned = capacity, None, False, None
+        try:
+            os.ftruncate(self.fd, capacity)
+            if (n := min(capacity, capacity if allocate is None else allocate)) > 0:
+                os.posix_fallocate(self.fd, 0, n)
+            fcntl.fcntl(self.fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_GROW)
+        except OSError:
+            os.close(self.fd)
+            raise
+
+    def sealed(self) -> bool:
+        """Whether no one can write this file any more (checked as the report arrives, before anything else)."""
+        try:
+            return bool(fcntl.fcntl(self.fd, fcntl.F_GET_SEALS) & fcntl.F_SEAL_WRITE)
+        except OSError:
+            return False
+
+    def map(self, size: int) -> None:
+        pass  # never mapped: read with pread, which needs no mapping that could refuse the candidate's seal
+
+    def read(self, desc: dict, device: str | torch.device = "cpu") -> torch.Tensor:
+        """A new contiguous tensor on ``device`` holding the described values, read from the file (validated)."""
+        dtype, shape, offset, nbytes, order = self._described(desc)
+        out = torch.empty(shape if order is None else [shape[d] for d in order], dtype=dtype)
+        if nbytes:
+            into = memoryview(out.reshape(-1).view(torch.uint8).numpy())
+            done = 0
+            while done < nbytes:
+                n = os.preadv(self.fd, [into[done:]], offset + done)
+                if n <= 0:
+                    raise WireError("an output file ended early")
+                done += n
+        out = out if order is None else out.permute(_inverse(order)).contiguous()
+        return out.to(device)
+
+    def view(self, desc: dict, device) -> torch.Tensor | None:
+        return None  # never mapped: always read (a copy)
+
+    def read_into(self, desc: dict, out: torch.Tensor) -> None:
+        raise WireError("an output file is only read whole")
+
+    def ensure(self, size: int) -> None:
+        raise WireError("an output file has a fixed size")
+
+    def write(self, t: torch.Tensor, offset: int) -> dict:
+        raise WireError("the judge never writes an output file")
+
+
+def write_sealed(fd: int, t: torch.Tensor) -> dict:
+    """Candidate side: ``t``'s values into the output file at offset 0, in the order its storage holds them where that
+    is dense (as ``SharedBuffer.write``), then the write seal. Returns the descriptor. A refused seal (someone maps
+    the file writable) is not raised: the judge sees the file unsealed."""
+    t = t.detach()
+    order = dense_order(t)
+    nbytes = t.numel() * t.element_size()
+    if nbytes:
+        flat = t.permute(order).reshape(-1) if order is not None else t.contiguous().reshape(-1)
+        data = memoryview(flat.view(torch.uint8).cpu().numpy())
+        done = 0
+        while done < nbytes:
+            done += os.pwrite(fd, data[done:], done)
+    with contextlib.suppress(OSError):
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE)
+    desc = {"offset": 0, "shape": list(t.shape), "dtype": dtype_name(t.dtype), "nbytes": nbytes}
+    if order is not None:
+        desc["dim_order"] = order
+    return desc
