@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print(table)
     report_text = console.file.getvalue()
 
+    load = " ".join(f"{x:.1f}" for x in os.getloadavg())
     statuses = sorted({e.status for e in replayed.entries})
     same = [(e.problem_id, e.category, e.reason) for e in recorded.entries] == \
         [(e.problem_id, e.category, e.reason) for e in replayed.entries]
@@ -93,7 +94,8 @@ fast survivors get their kernel sources back from the corpus by sha256 (`--sourc
 OpenAI SDK (openai-compatible spec) to a server and back through the schema, the answers are recorded, and
 `--judge replay:` finds each again by the hash of its prompt and writes what `python -m agents.report` shows.
 
-Host: {platform.node()} ({os.cpu_count()} cores, shared with other agents), {datetime.now(UTC):%Y-%m-%d %H:%M} UTC.
+Host: {platform.node()} ({os.cpu_count()} cores, shared with other agents; load average {load}), \
+{datetime.now(UTC):%Y-%m-%d %H:%M} UTC. Nothing here is timed: the figures are counts.
 Command (repo root, with the corpus laid out by `python benchmarks/corpora.py cudal1 <CUDA-L1 mirror> .corpus`):
 
     python benchmarks/audit_plumbing.py --sources {args.sources}
