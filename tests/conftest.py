@@ -4,6 +4,7 @@ fixture happens once per run, not once per module or per worker."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -11,6 +12,34 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SIGMOID_GROUP = "sigmoid_build"  # the xdist_group of the tests that use ``sigmoid_built``
+
+
+@pytest.fixture
+def llm_server(monkeypatch):
+    """The local fake LLM server (tests/fake_llm_server.py), with both SDKs pointed at it: dummy keys, no
+    openai-compatible key (that provider's default "EMPTY" is what a test sees), and 127.0.0.1 kept off any proxy
+    the environment names (a proxy would answer instead of the fake)."""
+    from tests.fake_llm_server import FakeLLMServer
+
+    with FakeLLMServer() as srv:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{srv.url}/v1")
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy")
+        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-dummy")
+        monkeypatch.delenv("OPENAI_COMPATIBLE_API_KEY", raising=False)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+        monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
+        yield srv
+
+
+@pytest.fixture
+def fast_models_toml(tmp_path) -> Path:
+    """A models.toml with the gpt/claude aliases and millisecond retry backoffs (tests/fake_llm_server.FAST_CONFIG)."""
+    from tests.fake_llm_server import FAST_CONFIG
+
+    path = tmp_path / "models.toml"
+    path.write_text(FAST_CONFIG)
+    return path
 
 
 @pytest.fixture(scope="session")
@@ -29,3 +58,35 @@ def sigmoid_built(tmp_path_factory):
             first = ev.build(source)
             ext = ev.extensions_dir(source)
     return SimpleNamespace(source=source, cache=root / "cache", objects=objects, first=first, ext=ext)
+
+
+def _digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        h.update(str(p.relative_to(folder)).encode() + (p.read_bytes() if p.is_file() else b"/"))
+    return h.hexdigest()
+
+
+@pytest.fixture(scope="session")
+def synthetic_run(tmp_path_factory):
+    """The synthetic run (agents/report/synthetic.py), written once per session and shared: read it, never change
+    it (a test that changes a run writes its own with write_synthetic_run). Checked unchanged at the session's end."""
+    from agents.report.synthetic import write_synthetic_run
+
+    d = tmp_path_factory.mktemp("shared") / "synth"
+    write_synthetic_run(d)
+    before = _digest(d)
+    yield d
+    assert _digest(d) == before, f"a test changed the shared synthetic run {d}: give it its own copy"
+
+
+@pytest.fixture(scope="session")
+def synthetic_report(synthetic_run):
+    """build_report of the shared synthetic run (200 bootstrap resamples), built once: a test that wants a changed
+    report makes a model_copy. Checked unchanged at the session's end."""
+    from agents.report import build_report
+
+    rep = build_report(synthetic_run, resamples=200)
+    before = rep.model_dump_json()
+    yield rep
+    assert rep.model_dump_json() == before, "a test changed the shared synthetic report: use model_copy"

@@ -19,6 +19,35 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+# models.toml for tests against this server: the aliases, and retries that back off for milliseconds, not seconds
+FAST_CONFIG = """
+[aliases.gpt]
+model = "openai:gpt-5.5"
+reasoning_effort = "high"
+max_tokens = 32000
+
+[aliases.claude]
+model = "anthropic:claude-opus-5-5"
+reasoning_effort = "high"
+max_tokens = 32000
+
+[providers.openai]
+max_attempts = 3
+backoff_initial_s = 0.01
+backoff_max_s = 0.05
+
+[providers.anthropic]
+max_attempts = 3
+backoff_initial_s = 0.01
+backoff_max_s = 0.05
+
+[providers.openai-compatible]
+max_attempts = 3
+backoff_initial_s = 0.01
+backoff_max_s = 0.05
+concurrency = 2
+"""
+
 
 @dataclass
 class Step:

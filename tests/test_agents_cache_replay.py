@@ -77,24 +77,21 @@ def test_errors_are_not_cached_and_corrupt_entries_are_misses(tmp_path):
     assert asyncio.run(ok.complete(req())).cached is False
 
 
-def test_cached_api_client_makes_no_http_request(tmp_path, monkeypatch):
-    from tests.fake_llm_server import FakeLLMServer, Step, responses_body
+def test_cached_api_client_makes_no_http_request(tmp_path, llm_server):
+    from tests.fake_llm_server import Step, responses_body
 
-    with FakeLLMServer() as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
-        monkeypatch.setenv("OPENAI_API_KEY", "x")
-        server.script("/v1/responses", Step.json(responses_body("kernel")))
+    llm_server.script("/v1/responses", Step.json(responses_body("kernel")))
 
-        async def go():
-            client = resolve("gpt", cache_dir=tmp_path)
-            try:
-                return [await client.complete(req()) for _ in range(2)]
-            finally:
-                await client.aclose()
+    async def go():
+        client = resolve("gpt", cache_dir=tmp_path)
+        try:
+            return [await client.complete(req()) for _ in range(2)]
+        finally:
+            await client.aclose()
 
-        first, second = asyncio.run(go())
-        assert len(server.requests) == 1
-        assert first.cost_usd > 0 and (second.cached, second.cost_usd, second.text) == (True, 0.0, "kernel")
+    first, second = asyncio.run(go())
+    assert len(llm_server.requests) == 1
+    assert first.cost_usd > 0 and (second.cached, second.cost_usd, second.text) == (True, 0.0, "kernel")
 
 
 # ---- replay -----------------------------------------------------------------------------------------

@@ -17,8 +17,7 @@ from agents.audit.__main__ import main as cli
 from agents.report import build_report, render_html
 from agents.report.synthetic import write_synthetic_run
 from agents.store import RunStore
-from tests.fake_llm_server import FakeLLMServer, Step, anthropic_events, chat_body, responses_body
-from tests.test_agents_providers import FAST_CONFIG
+from tests.fake_llm_server import Step, anthropic_events, chat_body, responses_body
 
 RESPONSES, CHAT, MESSAGES_PATH = "/v1/responses", "/v1/chat/completions", "/v1/messages"
 GELU = "level1/88_MinGPTNewGelu"
@@ -27,29 +26,10 @@ GOOD = json.dumps({"category": "genuine_optimisation", "reason": "fuses the tanh
 
 
 @pytest.fixture
-def server(monkeypatch):
-    with FakeLLMServer() as srv:
-        monkeypatch.setenv("OPENAI_BASE_URL", f"{srv.url}/v1")
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", srv.url)
-        monkeypatch.setenv("OPENAI_API_KEY", "sk-dummy")
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-dummy")
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-        monkeypatch.setenv("no_proxy", "127.0.0.1,localhost")
-        yield srv
-
-
-@pytest.fixture
 def run(tmp_path) -> Path:
     d = tmp_path / "synth"
     write_synthetic_run(d)
     return d
-
-
-@pytest.fixture
-def models_toml(tmp_path) -> Path:
-    p = tmp_path / "models.toml"
-    p.write_text(FAST_CONFIG)
-    return p
 
 
 def judge(run: Path, spec: str, models_toml: Path | None = None, min_speedup: float = 1.5, **kw):
@@ -61,14 +41,14 @@ def user_text(body: dict) -> str:
     return "\n".join(m["content"] for m in body["input"] if m["role"] == "user")
 
 
-def test_prompt_carries_kernel_problem_and_evidence(server, run, models_toml):
-    server.script(RESPONSES, Step.json(responses_body(GOOD)), Step.json(responses_body(GOOD)))
+def test_prompt_carries_kernel_problem_and_evidence(llm_server, run, fast_models_toml):
+    llm_server.script(RESPONSES, Step.json(responses_body(GOOD)), Step.json(responses_body(GOOD)))
     before = (run / "attempts.jsonl").read_bytes()
-    result = judge(run, "gpt", models_toml, min_speedup=1.2)
+    result = judge(run, "gpt", fast_models_toml, min_speedup=1.2)
 
     assert sorted(e.problem_id for e in result.entries) == sorted([GELU, LEAKY])
     assert all(e.status == "judged" and e.category == "genuine_optimisation" for e in result.entries)
-    bodies = [r.body for r in server.requests_to(RESPONSES)]
+    bodies = [r.body for r in llm_server.requests_to(RESPONSES)]
     assert len(bodies) == 2
     gelu = next(b for b in bodies if GELU in user_text(b))
     text = user_text(gelu)
@@ -90,63 +70,63 @@ def test_prompt_carries_kernel_problem_and_evidence(server, run, models_toml):
     assert result.summary.cost_usd == pytest.approx(2 * (176 * 5 + 1024 * 0.5 + 900 * 30) / 1e6)
 
 
-def test_malformed_json_gets_one_retry_with_the_error(server, run, models_toml):
-    server.script(RESPONSES, Step.json(responses_body('{"category": "genuine_optimisation", "reason": ')),
+def test_malformed_json_gets_one_retry_with_the_error(llm_server, run, fast_models_toml):
+    llm_server.script(RESPONSES, Step.json(responses_body('{"category": "genuine_optimisation", "reason": ')),
                   Step.json(responses_body(f"Sure.\n```json\n{GOOD}\n```")))
-    (e,) = judge(run, "gpt", models_toml).entries
+    (e,) = judge(run, "gpt", fast_models_toml).entries
     assert (e.status, e.category) == ("judged", "genuine_optimisation")
-    first, second = (r.body for r in server.requests_to(RESPONSES))
+    first, second = (r.body for r in llm_server.requests_to(RESPONSES))
     assert [m["role"] for m in second["input"]] == ["user", "assistant", "user"]
     assert second["input"][1]["content"] == '{"category": "genuine_optimisation", "reason": '
     assert "malformed JSON" in second["input"][2]["content"]
     assert len(e.exchanges) == 2
 
 
-def test_unknown_category_twice_is_unsure_with_the_error(server, run, models_toml):
+def test_unknown_category_twice_is_unsure_with_the_error(llm_server, run, fast_models_toml):
     bad = json.dumps({"category": "very_fast", "reason": "it is fast"})
-    server.script(RESPONSES, Step.json(responses_body(bad)), Step.json(responses_body(bad)))
-    (e,) = judge(run, "gpt", models_toml).entries
+    llm_server.script(RESPONSES, Step.json(responses_body(bad)), Step.json(responses_body(bad)))
+    (e,) = judge(run, "gpt", fast_models_toml).entries
     assert (e.status, e.category) == ("schema_error", "unsure")
     assert "unknown category 'very_fast'" in e.reason
-    assert "unknown category 'very_fast'" in user_text(server.requests_to(RESPONSES)[1].body)
-    assert len(server.requests_to(RESPONSES)) == 2  # one retry, no more
+    assert "unknown category 'very_fast'" in user_text(llm_server.requests_to(RESPONSES)[1].body)
+    assert len(llm_server.requests_to(RESPONSES)) == 2  # one retry, no more
 
 
-def test_rate_limit_is_retried(server, run, models_toml):
-    server.script(RESPONSES, Step.error(429, "slow down", headers={"retry-after": "0"}, kind="rate_limit_error"),
+def test_rate_limit_is_retried(llm_server, run, fast_models_toml):
+    llm_server.script(RESPONSES, Step.error(429, "slow down", headers={"retry-after": "0"}, kind="rate_limit_error"),
                   Step.json(responses_body(GOOD)))
-    (e,) = judge(run, "gpt", models_toml).entries
-    assert e.status == "judged" and len(server.requests_to(RESPONSES)) == 2
+    (e,) = judge(run, "gpt", fast_models_toml).entries
+    assert e.status == "judged" and len(llm_server.requests_to(RESPONSES)) == 2
 
 
-def test_a_rejected_request_is_that_kernels_error(server, run, models_toml):
-    server.script(RESPONSES, Step.error(400, "model not found", kind="invalid_request_error"))
-    (e,) = judge(run, "gpt", models_toml).entries
+def test_a_rejected_request_is_that_kernels_error(llm_server, run, fast_models_toml):
+    llm_server.script(RESPONSES, Step.error(400, "model not found", kind="invalid_request_error"))
+    (e,) = judge(run, "gpt", fast_models_toml).entries
     assert e.status == "error" and e.category is None and "model not found" in (e.note or "")
 
 
-def test_second_run_is_served_from_the_cache(server, run, models_toml):
-    server.script(RESPONSES, Step.json(responses_body(GOOD)))
-    first = judge(run, "gpt", models_toml)
+def test_second_run_is_served_from_the_cache(llm_server, run, fast_models_toml):
+    llm_server.script(RESPONSES, Step.json(responses_body(GOOD)))
+    first = judge(run, "gpt", fast_models_toml)
     assert first.summary.cost_usd > 0 and first.summary.cached_calls == 0
-    second = judge(run, "gpt", models_toml)
-    assert len(server.requests_to(RESPONSES)) == 1  # nothing new asked
+    second = judge(run, "gpt", fast_models_toml)
+    assert len(llm_server.requests_to(RESPONSES)) == 1  # nothing new asked
     assert second.entries[0].category == "genuine_optimisation"
     assert (second.summary.cached_calls, second.summary.cost_usd) == (1, 0.0)
     assert (run / ".judge_cache").is_dir()
     assert len(read_judgements(run)) == 1  # the judge's lines replaced, not appended
 
 
-def test_replay_serves_recorded_answers_without_a_key(server, run, models_toml, monkeypatch, tmp_path):
-    server.script(RESPONSES, Step.json(responses_body('{"category": "nope"}')),
+def test_replay_serves_recorded_answers_without_a_key(llm_server, run, fast_models_toml, monkeypatch, tmp_path):
+    llm_server.script(RESPONSES, Step.json(responses_body('{"category": "nope"}')),
                   Step.json(responses_body(json.dumps({"category": "precision_trick", "reason": "uses half"}))))
-    judge(run, "gpt", models_toml)
+    judge(run, "gpt", fast_models_toml)
     recorded = tmp_path / "recorded.jsonl"
     recorded.write_text((run / JUDGE_FILE).read_text())
     monkeypatch.delenv("OPENAI_API_KEY")
     replayed = judge(run, f"replay:{recorded}").entries
     assert [(e.status, e.category, len(e.exchanges)) for e in replayed] == [("judged", "precision_trick", 2)]
-    assert len(server.requests_to(RESPONSES)) == 2  # replay asked nothing
+    assert len(llm_server.requests_to(RESPONSES)) == 2  # replay asked nothing
     assert {e.judge for e in read_judgements(run)} == {"gpt", f"replay:{recorded}"}  # both judges kept
     # a prompt never recorded (another kernel here, judged at a lower threshold) is an error entry, not a crash
     more = judge(run, f"replay:{recorded}", min_speedup=1.2).entries
@@ -154,16 +134,16 @@ def test_replay_serves_recorded_answers_without_a_key(server, run, models_toml, 
     assert "no answer recorded" in next(e.note for e in more if e.problem_id == LEAKY)
 
 
-def test_claude_and_openai_compatible(server, run, models_toml):
-    server.script(MESSAGES_PATH, Step.sse(anthropic_events(GOOD)))
-    (e,) = judge(run, "claude", models_toml).entries
+def test_claude_and_openai_compatible(llm_server, run, fast_models_toml):
+    llm_server.script(MESSAGES_PATH, Step.sse(anthropic_events(GOOD)))
+    (e,) = judge(run, "claude", fast_models_toml).entries
     assert (e.status, e.judge_model) == ("judged", "claude-opus-5-5")
-    body = server.requests_to(MESSAGES_PATH)[0].body
+    body = llm_server.requests_to(MESSAGES_PATH)[0].body
     assert "exploits_problem_structure" in body["system"] and GELU in body["messages"][0]["content"]
-    server.script(CHAT, Step.json(chat_body(json.dumps({"category": "library_call_only", "reason": "cuBLAS"}))))
-    (e,) = judge(run, f"openai-compatible:qwen3-coder@{server.url}/v1", models_toml).entries
+    llm_server.script(CHAT, Step.json(chat_body(json.dumps({"category": "library_call_only", "reason": "cuBLAS"}))))
+    (e,) = judge(run, f"openai-compatible:qwen3-coder@{llm_server.url}/v1", fast_models_toml).entries
     assert (e.category, e.cost_usd) == ("library_call_only", None)  # not in prices.toml: unpriced, not $0
-    assert judge_run(run, JudgeConfig(judge=f"openai-compatible:qwen3-coder@{server.url}/v1", min_speedup=1.5)
+    assert judge_run(run, JudgeConfig(judge=f"openai-compatible:qwen3-coder@{llm_server.url}/v1", min_speedup=1.5)
                      ).summary.unpriced_calls == 0  # the cache answered: nothing to price
 
 
@@ -185,11 +165,11 @@ def test_stripped_run_is_skipped_with_a_note(run, monkeypatch, capsys):
     assert [e.status for e in read_judgements(run)] == ["skipped", "skipped"]
 
 
-def test_report_shows_the_judge_and_keeps_verdicts(server, run, models_toml):
+def test_report_shows_the_judge_and_keeps_verdicts(llm_server, run, fast_models_toml):
     before = build_report(run, resamples=0)
-    server.script(RESPONSES, Step.json(responses_body(json.dumps(
+    llm_server.script(RESPONSES, Step.json(responses_body(json.dumps(
         {"category": "caching_or_timing_exploit", "reason": "returns <b>cached</b> output"}))))
-    judge(run, "gpt", models_toml)
+    judge(run, "gpt", fast_models_toml)
     after = build_report(run, resamples=0)
     assert [e.category for e in after.judge] == ["caching_or_timing_exploit"]
     assert after.headline == before.headline and after.audit == before.audit  # no verdict or figure moved

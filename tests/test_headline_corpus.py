@@ -81,6 +81,17 @@ def test_committed_corpus_run_holds_no_kernel_source():
     assert all(a.kernel_source is None and a.response == "" and a.kernel_hash for a in RunStore(CORPUS_RUN))
 
 
+def test_committed_judge_answers_are_labelled_plumbing_and_hold_no_source():
+    from agents.audit import read_judgements
+
+    text = (CORPUS_RUN / "audit_judge.jsonl").read_text()
+    for marker in strip_run.MARKERS:
+        assert marker not in text, marker
+    entries = read_judgements(CORPUS_RUN)  # benchmarks/audit_plumbing.py: the fake server's canned answer, replayed
+    assert entries and {e.judge for e in entries} == {"replay:benchmarks/results/corpus_run_audit_plumbing"}
+    assert all(e.status == "judged" and e.reason.startswith("FAKE canned answer") for e in entries)
+
+
 def test_committed_corpus_run_prints_readmes_headline():
     view = build_headline(CORPUS_RUN, resamples=0)
     assert [s.subset for s in view.systems[0].subsets] == ["all", "no_degenerate", "unflagged"]

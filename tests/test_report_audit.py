@@ -11,7 +11,7 @@ from agents.report import build_report, render_html
 from agents.report import waterfall as W
 from agents.report.__main__ import main as cli
 from agents.report.audit import Audit, audit_record, audit_run
-from agents.report.synthetic import record, synthetic_attempts, write_synthetic_run
+from agents.report.synthetic import record, synthetic_attempts
 from harness import NAIVE, VERIFIED, GuardOutcome, MeasurementRecord, score
 
 RELU = "level1/19_ReLU"  # (a) correct under naive, incorrect under verified at hidden_inputs
@@ -22,15 +22,8 @@ CHANGED = {RELU, CACHE, "level1/23_Softmax", "level1/24_LogSoftmax"}
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    d = tmp_path_factory.mktemp("audit") / "synth"
-    write_synthetic_run(d)
-    return d
-
-
-@pytest.fixture(scope="module")
-def audit(run) -> Audit:
-    return audit_run(run)
+def audit(synthetic_run) -> Audit:
+    return audit_run(synthetic_run)
 
 
 def entry(audit: Audit, pid: str):
@@ -46,8 +39,8 @@ def test_only_changed_verdicts_are_audited(audit):
         assert e.naive_verdict != e.verified_verdict
 
 
-def test_steps_agree_with_the_waterfall_trace(run, audit):
-    rep = build_report(run, resamples=0)
+def test_steps_agree_with_the_waterfall_trace(synthetic_run, audit):
+    rep = build_report(synthetic_run, resamples=0)
     for e in audit.entries:
         assert rep.change(e.problem_id).verdict_changed_at == e.step
     assert [e.model_dump() for e in rep.audit] == [e.model_dump() for e in audit.entries]
@@ -85,8 +78,8 @@ def test_tolerance_trial_first_fails_at_the_tolerance_step(audit):
     assert all(t.needed_tolerance == pytest.approx(4e-3) for t in e.failing_trials)
 
 
-def test_text_cli(run, capsys):
-    assert cli([str(run), "--audit"]) == 0
+def test_text_cli(synthetic_run, capsys):
+    assert cli([str(synthetic_run), "--audit"]) == 0
     out = capsys.readouterr().out
     assert "4 of 11 evaluated attempts changed verdict between naive@1 and verified@4" in out
     block = out.split("\n\n")
@@ -102,8 +95,8 @@ def test_text_cli(run, capsys):
     assert "Waterfall" not in out  # the audit replaces the report tables
 
 
-def test_json_cli(run, audit, capsys):
-    assert cli([str(run), "--audit", "--json"]) == 0
+def test_json_cli(synthetic_run, audit, capsys):
+    assert cli([str(synthetic_run), "--audit", "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert Audit.model_validate(data).entries == audit.entries
     by = {e["problem_id"]: e for e in data["entries"]}
@@ -117,9 +110,9 @@ def test_missing_run(tmp_path):
     assert cli([str(tmp_path / "nope"), "--audit"]) == 2
 
 
-def test_html_has_the_audit_section(run):
+def test_html_has_the_audit_section(synthetic_run):
     no_plots = dict.fromkeys(["waterfall", "fast_p", "speedup_scatter", "speedup_hist", "sol_hist"], b"")
-    html = render_html(build_report(run, resamples=0), plots=no_plots)
+    html = render_html(build_report(synthetic_run, resamples=0), plots=no_plots)
     sec = html[html.index('<h2 id="audit">'):html.index('<h2 id="plots">')]
     assert "Audit: kernels whose verdict changed (4)" in sec
     assert sec.count('<div class="audit"') == 4

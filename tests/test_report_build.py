@@ -11,21 +11,9 @@ import pytest
 from agents.report import build_report, render_html, save_plots
 from agents.report import waterfall as W
 from agents.report.__main__ import main as cli
-from agents.report.synthetic import EXPECTED, synthetic_attempts, write_synthetic_run
+from agents.report.synthetic import EXPECTED, synthetic_attempts
 from agents.store import RunStore
 from harness import NAIVE, VERIFIED, MeasurementRecord, score
-
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    d = tmp_path_factory.mktemp("runs") / "synth"
-    write_synthetic_run(d)
-    return d
-
-
-@pytest.fixture(scope="module")
-def rep(run):
-    return build_report(run, resamples=200)
 
 
 def by_hand(run_dir, protocol):
@@ -48,9 +36,9 @@ def by_hand(run_dir, protocol):
 
 
 @pytest.mark.parametrize("proto", [NAIVE, VERIFIED])
-def test_headline_matches_raw_records(run, rep, proto):
-    n, correct, fast1, g = by_hand(run, proto)
-    row = rep.row("synth", proto.name)
+def test_headline_matches_raw_records(synthetic_run, synthetic_report, proto):
+    n, correct, fast1, g = by_hand(synthetic_run, proto)
+    row = synthetic_report.row("synth", proto.name)
     assert row.summary.attempted == n == 11
     assert row.summary.correct == correct
     assert row.summary.fast_p["fast_1"].value == pytest.approx(fast1)
@@ -60,8 +48,8 @@ def test_headline_matches_raw_records(run, rep, proto):
     assert lo <= g <= hi
 
 
-def test_headline_constants_of_the_synthetic_run(rep):
-    naive, ver = rep.row("synth", "naive").summary, rep.row("synth", "verified").summary
+def test_headline_constants_of_the_synthetic_run(synthetic_report):
+    naive, ver = synthetic_report.row("synth", "naive").summary, synthetic_report.row("synth", "verified").summary
     assert (naive.correct, ver.correct) == (10, 6)
     assert naive.fast_p["fast_1"].value == pytest.approx(9 / 11)
     assert ver.fast_p["fast_1"].value == pytest.approx(2 / 11)
@@ -71,9 +59,9 @@ def test_headline_constants_of_the_synthetic_run(rep):
     assert ver.higher_memory_share.value == pytest.approx(1 / 6)
     assert naive.accepted_hacks == 1 and ver.accepted_hacks == 0
     assert ver.hack_rate_by_guard["timed_outputs_correct"][1] == 1
-    lv2 = rep.row("synth", "verified", level="2").summary
+    lv2 = synthetic_report.row("synth", "verified", level="2").summary
     assert lv2.attempted == 1 and lv2.fast_p["fast_1"].value == 0.0
-    assert rep.universe == {"1": 10, "2": 1, "all": 11}
+    assert synthetic_report.universe == {"1": 10, "2": 1, "all": 11}
 
 
 def test_waterfall_ends_at_verified_and_covers_every_field():
@@ -85,12 +73,13 @@ def test_waterfall_ends_at_verified_and_covers_every_field():
         assert not W.same_scoring(a, b), "every step must change something"
 
 
-def test_waterfall_steps_move_the_figures(rep):
-    wf = rep.waterfall("synth")
+def test_waterfall_steps_move_the_figures(synthetic_report):
+    wf = synthetic_report.waterfall("synth")
     steps = {s.step: s for s in wf.steps}
     assert [s.step for s in wf.steps] == ["naive", *[c.step for c in W.COMPONENTS]]
-    assert steps["naive"].geomean.value == pytest.approx(rep.row("synth", "naive").summary.geomean_speedup.value)
-    assert wf.steps[-1].geomean.value == pytest.approx(rep.row("synth", "verified").summary.geomean_speedup.value)
+    row = synthetic_report.row
+    assert steps["naive"].geomean.value == pytest.approx(row("synth", "naive").summary.geomean_speedup.value)
+    assert wf.steps[-1].geomean.value == pytest.approx(row("synth", "verified").summary.geomean_speedup.value)
     assert steps["timing"].fast_lost == 1 and steps["timing"].verdicts_changed == 0  # the warm-L2 scalar mul
     assert steps["tf32_baseline"].fast_lost == 2  # matmul and gemm
     assert steps["tf32_baseline"].verdicts_changed == 0
@@ -103,36 +92,36 @@ def test_waterfall_steps_move_the_figures(rep):
 
 
 @pytest.mark.parametrize("pid", [p for p, (_, step) in EXPECTED.items() if step])
-def test_waterfall_names_the_responsible_component(rep, pid):
-    k = rep.change(pid)
+def test_waterfall_names_the_responsible_component(synthetic_report, pid):
+    k = synthetic_report.change(pid)
     expected = EXPECTED[pid][1]
     named = k.verdict_changed_at or k.fast_1_changed_at
     assert named == expected, k.explanation
     assert expected in k.explanation
 
 
-def test_identity_relu_fails_on_the_negative_distribution(rep):
-    k = rep.change("level1/19_ReLU")
+def test_identity_relu_fails_on_the_negative_distribution(synthetic_report):
+    k = synthetic_report.change("level1/19_ReLU")
     assert k.verdict_changed_at == "hidden_inputs" and k.verdict_change == "correct -> incorrect"
     step = next(s for s in k.steps if s.step == "hidden_inputs")
     assert step.failing_distributions == ["neg"]
     assert any(r.startswith("neg") for r in k.verdict_reasons)
 
 
-def test_tf32_matmul_speedup_collapses_at_the_tf32_step(rep):
-    k = rep.change("level1/1_Square_matrix_multiplication_")
+def test_tf32_matmul_speedup_collapses_at_the_tf32_step(synthetic_report):
+    k = synthetic_report.change("level1/1_Square_matrix_multiplication_")
     assert k.verdict_changed_at is None
     assert k.largest_speedup_move_at == "tf32_baseline"
     assert k.largest_speedup_factor == pytest.approx(0.4 / 3.0)
     assert k.fast_1_changed_at == "tf32_baseline"
 
 
-def test_unchanged_kernels_say_so(rep):
-    assert rep.change("level1/88_MinGPTNewGelu").explanation == "unchanged"
+def test_unchanged_kernels_say_so(synthetic_report):
+    assert synthetic_report.change("level1/88_MinGPTNewGelu").explanation == "unchanged"
 
 
-def test_by_turn_ablation(rep):
-    rows = {(r.protocol, r.turn): r for r in rep.by_turn}
+def test_by_turn_ablation(synthetic_report):
+    rows = {(r.protocol, r.turn): r for r in synthetic_report.by_turn}
     # LeakyReLU: compile error at turn 1, correct at turn 2
     assert rows[("naive", 1)].correct == rows[("naive", 2)].correct - 1
     assert rows[("verified", 2)].fast_p["fast_1"] == pytest.approx(2 / 11)
@@ -184,8 +173,9 @@ def test_samples_are_best_of_k(tmp_path):
     assert rep.row("synth", "verified").summary.attempted == 11
 
 
-def test_json_cli_and_compare(run, tmp_path, capsys):
-    assert cli([str(run), "--json", "--resamples", "50", "--compare", str(run), "--plots", str(tmp_path / "p")]) == 0
+def test_json_cli_and_compare(synthetic_run, tmp_path, capsys):
+    assert cli([str(synthetic_run), "--json", "--resamples", "50", "--compare", str(synthetic_run),
+                "--plots", str(tmp_path / "p")]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["run"] == "synth"
     assert {r["protocol"] for r in data["headline"]} == {"naive", "verified"}
@@ -196,8 +186,8 @@ def test_json_cli_and_compare(run, tmp_path, capsys):
         ["fast_p.png", "speedup_scatter.png", "speedup_hist.png", "sol_hist.png", "waterfall.png"])
 
 
-def test_text_cli(run, capsys):
-    assert cli([str(run), "--resamples", "20"]) == 0
+def test_text_cli(synthetic_run, capsys):
+    assert cli([str(synthetic_run), "--resamples", "20"]) == 0
     out = capsys.readouterr().out
     assert "Waterfall" in out and "hidden_inputs" in out and "level1/19_ReLU" in out
 
@@ -207,13 +197,13 @@ def test_missing_run_is_an_error(tmp_path, capsys):
     assert not (tmp_path / "nope").exists()
 
 
-def test_plots_are_png(rep, tmp_path):
-    for p in save_plots(rep, tmp_path):
+def test_plots_are_png(synthetic_report, tmp_path):
+    for p in save_plots(synthetic_report, tmp_path):
         assert p.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-def test_html_escapes_everything_from_the_run(rep):
-    html = render_html(rep)
+def test_html_escapes_everything_from_the_run(synthetic_report):
+    html = render_html(synthetic_report)
     assert "&lt;script&gt;alert(&#34;escaped?&#34;)&lt;/script&gt;" in html
     assert '<script>alert("escaped?")' not in html
     assert html.count("<script>") == 1  # only the report's own filter script
@@ -222,9 +212,9 @@ def test_html_escapes_everything_from_the_run(rep):
         assert pid in html
 
 
-def test_report_round_trips_through_json(rep):
-    again = type(rep).model_validate_json(rep.model_dump_json())
-    assert again.row("synth", "verified").summary == rep.row("synth", "verified").summary
+def test_report_round_trips_through_json(synthetic_report):
+    again = type(synthetic_report).model_validate_json(synthetic_report.model_dump_json())
+    assert again.row("synth", "verified").summary == synthetic_report.row("synth", "verified").summary
 
 
 def test_stored_results_are_ignored_records_are_rescored(tmp_path):
@@ -237,8 +227,8 @@ def test_stored_results_are_ignored_records_are_rescored(tmp_path):
     assert rep.protocols == [NAIVE.key, VERIFIED.key]
 
 
-def test_every_turn_is_traced_and_the_final_one_is_the_default(rep):
-    first = rep.change("level1/20_LeakyReLU", turn=1)
+def test_every_turn_is_traced_and_the_final_one_is_the_default(synthetic_report):
+    first = synthetic_report.change("level1/20_LeakyReLU", turn=1)
     assert not first.final and first.steps[0].verdict == "compile_error"
-    assert rep.change("level1/20_LeakyReLU").turn == 2
-    assert len(rep.kernel_changes) == 12
+    assert synthetic_report.change("level1/20_LeakyReLU").turn == 2
+    assert len(synthetic_report.kernel_changes) == 12

@@ -12,21 +12,8 @@ from rich.console import Console
 
 from agents.report import build_report
 from agents.report.__main__ import main as cli
-from agents.report.synthetic import write_synthetic_run
 from agents.report.text import noisy_warning, print_report
 from agents.store import RunStore
-
-
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    d = tmp_path_factory.mktemp("runs") / "synth"
-    write_synthetic_run(d)
-    return d
-
-
-@pytest.fixture(scope="module")
-def rep(run):
-    return build_report(run, resamples=50)
 
 
 def render(rep, width: int) -> str:
@@ -40,8 +27,8 @@ def words(text: str) -> set[str]:
     return set(re.findall(r"[^\s│┃┏┓┗┛┡┩┠┨━─┳┻╇╋┼└┘┌┐├┤┬┴]+", text))
 
 
-def test_report_fits_80_columns_and_cuts_no_word(rep):
-    narrow, wide = render(rep, 80), render(rep, 1000)
+def test_report_fits_80_columns_and_cuts_no_word(synthetic_report):
+    narrow, wide = render(synthetic_report, 80), render(synthetic_report, 1000)
     assert max(map(len, narrow.splitlines())) <= 80
     # Every word of the narrow report is a word of the wide one (rich's own cuts, 'verifi…', are not).
     assert words(narrow) - words(wide) == set(), sorted(words(narrow) - words(wide))[:10]
@@ -72,21 +59,21 @@ def test_a_table_too_wide_is_split_repeating_its_naming_columns():
     assert fit(t, 1000, keys=2) == [t]
 
 
-def test_a_warning_heads_the_report_when_most_speedups_are_noisy(rep):
-    assert noisy_warning(rep) is None  # the synthetic run's timings are tight
+def test_a_warning_heads_the_report_when_most_speedups_are_noisy(synthetic_report):
+    assert noisy_warning(synthetic_report) is None  # the synthetic run's timings are tight
     kernels = []
-    for k in rep.kernels:
+    for k in synthetic_report.kernels:
         noise = {p: ["interval spans x1.9"] for p, v in k.final.verdicts.items() if v == "correct"}
         final = k.final.model_copy(update={"noise": noise})
         kernels.append(k.model_copy(update={"final": final}))
-    noisy = rep.model_copy(update={"kernels": kernels})
+    noisy = synthetic_report.model_copy(update={"kernels": kernels})
     warn = noisy_warning(noisy)
     assert warn and warn.startswith("warning:") and "noisy" in warn
     first = render(noisy, 200).splitlines()[0]
     assert first.startswith("warning:")
     from agents.report.html import render_html
 
-    assert warn in render_html(noisy, plots={}) and warn not in render_html(rep, plots={})
+    assert warn in render_html(noisy, plots={}) and warn not in render_html(synthetic_report, plots={})
 
 
 def test_sweep_summary_fits_80_columns():
@@ -114,11 +101,11 @@ def test_sweep_summary_fits_80_columns():
     (["{run}", "--export", "{tmp}/t.xlsx"], ["--export", ".csv, .md or .parquet"]),
     (["{run}", "--resamples", "-1"], ["--resamples"]),
 ])
-def test_bad_input_is_one_line_before_anything_is_written(run, tmp_path, capsys, args, words_):
+def test_bad_input_is_one_line_before_anything_is_written(synthetic_run, tmp_path, capsys, args, words_):
     (tmp_path / "file").write_text("x")
     (tmp_path / "empty").mkdir()
     before = sorted(p.name for p in tmp_path.iterdir())
-    assert cli([a.format(tmp=tmp_path, run=run) for a in args]) == 2
+    assert cli([a.format(tmp=tmp_path, run=synthetic_run) for a in args]) == 2
     captured = capsys.readouterr()
     err = captured.err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and captured.out == "", captured
@@ -127,32 +114,32 @@ def test_bad_input_is_one_line_before_anything_is_written(run, tmp_path, capsys,
     assert sorted(p.name for p in (tmp_path / "empty").iterdir()) == []
 
 
-def test_compare_of_runs_over_different_problems_counts_the_shared_ones(run, tmp_path):
+def test_compare_of_runs_over_different_problems_counts_the_shared_ones(synthetic_run, tmp_path):
     small = tmp_path / "small"
     keep = {"level1/19_ReLU", "level1/1_Square_matrix_multiplication_", "level1/23_Softmax"}
     store = RunStore(small)
-    for a in RunStore(run):
+    for a in RunStore(synthetic_run):
         if a.problem_id in keep:
             store.append(a)
-    rep = build_report(run, resamples=0, compare=small)
+    rep = build_report(synthetic_run, resamples=0, compare=small)
     assert rep.compare_note and "only the 3 both have" in rep.compare_note and rep.notes[0] == rep.compare_note
     alone = build_report(small, resamples=0)
     for r in rep.compare:
         assert r.a == r.b, r  # the same kernels on the same problems: A restricted to B's problems equals B
         mine = next(h for h in alone.headline if (h.model, h.level, h.protocol) == (r.model, r.level, r.protocol))
         assert r.a["attempted"] == mine.summary.attempted
-    same = build_report(run, resamples=0, compare=run)
+    same = build_report(synthetic_run, resamples=0, compare=synthetic_run)
     assert same.compare_note is None
 
 
 @pytest.mark.parametrize("suffix", [".csv", ".md", ".parquet"])
-def test_export_writes_the_tables_own_figures(run, rep, tmp_path, capsys, suffix):
+def test_export_writes_the_tables_own_figures(synthetic_run, synthetic_report, tmp_path, capsys, suffix):
     import pandas as pd
 
     path = tmp_path / f"attempts{suffix}"
-    assert cli([str(run), "--resamples", "0", "--headline", "--export", str(path)]) == 0
+    assert cli([str(synthetic_run), "--resamples", "0", "--headline", "--export", str(path)]) == 0
     assert f"export: {path}" in capsys.readouterr().err
-    n_turns = sum(len(k.turns) for k in rep.kernels)
+    n_turns = sum(len(k.turns) for k in synthetic_report.kernels)
     if suffix == ".md":
         lines = path.read_text().splitlines()
         assert len(lines) == 2 + n_turns and lines[0].startswith("| model | strategy |")
@@ -160,7 +147,7 @@ def test_export_writes_the_tables_own_figures(run, rep, tmp_path, capsys, suffix
     frame = pd.read_csv(path) if suffix == ".csv" else pd.read_parquet(path)
     assert len(frame) == n_turns
     relu = frame[(frame.problem_id == "level1/19_ReLU") & frame.final].iloc[0]
-    k = next(k for k in rep.kernels if k.problem_id == "level1/19_ReLU")
+    k = next(k for k in synthetic_report.kernels if k.problem_id == "level1/19_ReLU")
     assert relu.naive_verdict == k.final.verdicts["naive"] and relu.verified_verdict == k.final.verdicts["verified"]
     assert relu.naive_speedup == pytest.approx(k.final.speedups["naive"])
     wrong = frame[frame.verified_verdict != "correct"]

@@ -3,6 +3,7 @@
     from agents.audit import JudgeConfig, judge_run
     run = judge_run("runs/x", JudgeConfig(judge="claude", min_speedup=1.2))   # writes runs/x/audit_judge.jsonl
     python -m agents.audit RUN --judge claude|gpt|openai-compatible:<model>@<base_url>|replay:PATH [--min-speedup 1.2]
+        [--sources DIR]     (a stripped run: each kernel found under DIR by its record's sha256, agents/audit/sources.py)
 
 A model reads each verified-correct kernel at or above the speedup threshold (its source, the problem's source, the
 record's evidence) and names where the speed comes from: genuine_optimisation, library_call_only,

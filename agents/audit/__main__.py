@@ -1,4 +1,5 @@
-"""python -m agents.audit RUN --judge SPEC [--min-speedup 1.2] [--json] [--no-cache] [--cache-dir DIR]"""
+"""python -m agents.audit RUN --judge SPEC [--min-speedup 1.2] [--sources DIR] [--json] [--no-cache]
+[--cache-dir DIR]"""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-cache", dest="cache", action="store_false", help="do not use the response cache")
     ap.add_argument("--cache-dir", type=Path, help="response cache (default RUN/.judge_cache)")
     ap.add_argument("--problems-dir", type=Path, help="problem files (default: the run's, else the built-in catalog)")
+    ap.add_argument("--sources", type=Path, metavar="DIR",
+                    help="a stripped run's kernels: each is found under DIR by the record's sha256 (e.g. the corpus "
+                         "laid out again by benchmarks/corpora.py); one not found is listed and skipped")
     args = ap.parse_args(argv)
 
     from ..models import MissingCredentials, ProviderError
@@ -29,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
         print("error: --min-speedup must be > 0", file=sys.stderr)
         return 2
     config = JudgeConfig(judge=args.judge, min_speedup=args.min_speedup, cache=args.cache, cache_dir=args.cache_dir,
-                         problems_dir=args.problems_dir)
+                         problems_dir=args.problems_dir, sources=args.sources)
     try:
         run = judge_run(args.run, config)
     except MissingCredentials as e:

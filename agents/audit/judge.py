@@ -36,6 +36,7 @@ from ..store import ATTEMPTS, RunStore
 from .answer import UnreadableAnswer, parse_answer
 from .log import JUDGE_FILE, Exchange, JudgeEntry, read_judgements, write_judgements
 from .prompt import SYSTEM, evidence, prompt_hash, retry_prompt, user_prompt
+from .sources import SourceIndex
 
 CACHE_DIR = ".judge_cache"  # under the run directory: the cache travels with the run it judged
 STRIPPED_NOTE = "kernel source not in the stored attempt (a stripped run keeps only its hash): not judged"
@@ -50,6 +51,8 @@ class JudgeConfig(BaseModel):
     models_config: Path | None = Field(None, description="models.toml (aliases, retry settings); default the packaged one")
     problems_dir: Path | None = Field(None, description="where the problem files are; default the run's, else the "
                                                         "built-in catalog")
+    sources: Path | None = Field(None, description="a folder holding the kernels of a stripped run (e.g. the corpus "
+                                                   "laid out again by benchmarks/corpora.py), found by sha256")
 
 
 class JudgeRun(BaseModel):
@@ -102,6 +105,25 @@ class Candidate:
     scored: Scored
     naive: ProtocolResult
     verified: ProtocolResult
+    source: str | None = None  # the kernel: the stored attempt's, else the --sources file with its hash
+    source_file: str = ""
+    missing: str = STRIPPED_NOTE  # why there is no source, when there is none
+
+    def __post_init__(self) -> None:
+        if self.source is None:
+            self.source = self.scored.attempt.kernel_source
+
+    def find_source(self, index: SourceIndex) -> None:
+        """A stripped attempt's kernel from ``index``, by the record's sha256; else why not (``missing``)."""
+        if self.source:
+            return
+        a = self.scored.attempt
+        digest = a.kernel_hash or (self.scored.record.candidate_hash if self.scored.record else "")
+        found = index.find(digest) if digest else None
+        if found is None:
+            self.missing = index.missing_note(digest, (a.level, a.number, a.sample, a.turn))
+            return
+        self.source, self.source_file = found.source, str(found.path)
 
 
 def fast_survivors(threads: list[Thread], min_speedup: float) -> list[Candidate]:
@@ -225,13 +247,13 @@ async def judge_one(client: ModelClient | None, c: Candidate, problems: _Problem
     base = JudgeEntry(judge=spec, model=a.model, strategy=a.strategy, problem_id=a.problem_id, sample=a.sample,
                       turn=a.turn, precision=a.precision, candidate_hash=record.candidate_hash,
                       verified_speedup=c.verified.speedup, min_speedup=min_speedup, status="skipped",
-                      evidence=evidence(record, c.naive, c.verified))
-    if not a.kernel_source:
-        return base.model_copy(update={"note": STRIPPED_NOTE})
+                      evidence=evidence(record, c.naive, c.verified), source_file=c.source_file)
+    if not c.source:
+        return base.model_copy(update={"note": c.missing})
     assert client is not None and base.evidence is not None
     problem_source, problem_note = problems.source(a.problem_id, a.size)
     messages = [Message(role="system", content=SYSTEM),
-                Message(role="user", content=user_prompt(a.problem_id, problem_source, a.kernel_source, base.evidence,
+                Message(role="user", content=user_prompt(a.problem_id, problem_source, c.source, base.evidence,
                                                          problem_note))]
     exchanges: list[Exchange] = []
     model_id = ""
@@ -273,9 +295,13 @@ def judge_run(run_dir: str | Path, config: JudgeConfig, *, client: ModelClient |
         raise FileNotFoundError(f"{run_dir} has no {ATTEMPTS}: not a run directory")
     threads = load_threads(run_dir)
     candidates = fast_survivors(threads, config.min_speedup)
+    if config.sources is not None:
+        index = SourceIndex(config.sources)  # FileNotFoundError before any call
+        for c in candidates:
+            c.find_source(index)
     problems = _Problems(run_dir, config.problems_dir)
     own = client is None
-    if client is None and any(c.scored.attempt.kernel_source for c in candidates):
+    if client is None and any(c.source for c in candidates):
         client = judge_client(config, run_dir)  # only when there is something to ask: a stripped run needs no key
 
     async def go() -> list[JudgeEntry]:
@@ -291,11 +317,24 @@ def judge_run(run_dir: str | Path, config: JudgeConfig, *, client: ModelClient |
     stripped = sum(e.note == STRIPPED_NOTE for e in entries)
     if stripped:
         notes.append(f"{stripped} of {len(entries)} fast survivor(s) have no kernel source in the run (stripped "
-                     "records): skipped, not judged")
+                     "records): skipped, not judged" + ("" if config.sources else "; --sources DIR finds them by hash"))
+    if config.sources is not None:
+        notes += sources_notes(config.sources, candidates)
     path = write_judgements(run_dir, config.judge, entries)
     return JudgeRun(run=run_dir.name, judge=config.judge, min_speedup=config.min_speedup,
                     evaluated=sum(s.record is not None for t in threads for s in t.turns), entries=entries,
                     path=str(path), notes=notes)
+
+
+def sources_notes(root: Path, candidates: list[Candidate]) -> list[str]:
+    """How many stripped kernels --sources supplied, and each one it could not (counted and listed)."""
+    stripped = [c for c in candidates if not c.scored.attempt.kernel_source]
+    lost = [c for c in stripped if not c.source]
+    out = [f"--sources {root}: {len(stripped) - len(lost)} of {len(stripped)} stripped fast survivor(s) found by "
+           "sha256"]
+    out += [f"{c.scored.attempt.problem_id} sample {c.scored.attempt.sample} turn {c.scored.attempt.turn}: "
+            f"{c.missing}" for c in lost]
+    return out
 
 
 # ---- text -------------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ class JudgeEntry(BaseModel):
     turn: int = 1
     precision: str = "fp32"
     candidate_hash: str = ""
+    source_file: str = Field("", description="where the kernel was read from when the run is stripped (--sources)")
     verified_speedup: float | None = None
     min_speedup: float | None = Field(None, description="the threshold of the judging that wrote this line")
     status: str = Field(description="judged | schema_error (answered twice outside the schema: category 'unsure') | "
