@@ -24,7 +24,7 @@ import os
 import torch
 
 from .conn import WireError
-from .shm import SharedBuffer, _inverse, dense_order, dtype_name
+from .shm import SharedBuffer, _inverse, dtype_name, stored_flat
 
 
 class OutputSlot(SharedBuffer):
@@ -89,10 +89,9 @@ def write_sealed(fd: int, t: torch.Tensor) -> dict:
     is dense (as ``SharedBuffer.write``), then the write seal. Returns the descriptor. A refused seal (someone maps
     the file writable) is not raised: the judge sees the file unsealed."""
     t = t.detach()
-    order = dense_order(t)
+    flat, order = stored_flat(t)
     nbytes = t.numel() * t.element_size()
     if nbytes:
-        flat = t.permute(order).reshape(-1) if order is not None else t.contiguous().reshape(-1)
         data = memoryview(flat.view(torch.uint8).cpu().numpy())
         done = 0
         while done < nbytes:

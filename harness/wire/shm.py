@@ -39,6 +39,13 @@ def dense_order(t: torch.Tensor) -> list[int] | None:
     return order if t.permute(order).is_contiguous() else None
 
 
+def stored_flat(t: torch.Tensor) -> tuple[torch.Tensor, list[int] | None]:
+    """``t``'s values as one flat tensor in the order its storage holds them where that is dense (``dense_order``), else
+    row-major; and that order (None: row-major). What an output's hand-over copies, whichever way it goes."""
+    order = dense_order(t)
+    return (t.permute(order).reshape(-1) if order is not None else t.contiguous().reshape(-1)), order
+
+
 def _inverse(order: list[int]) -> list[int]:
     inv = [0] * len(order)
     for i, d in enumerate(order):
@@ -120,9 +127,8 @@ class SharedBuffer:
         contiguous copy, would not have paid for); returns its descriptor (``dim_order`` when not row-major)."""
         t = t.detach()
         nbytes = t.numel() * t.element_size()
-        order = dense_order(t)
+        flat, order = stored_flat(t)
         if nbytes:
-            flat = t.permute(order).reshape(-1) if order is not None else t.contiguous().reshape(-1)
             self._bytes(offset, nbytes).copy_(flat.view(torch.uint8))
         desc = {"offset": offset, "shape": list(t.shape), "dtype": dtype_name(t.dtype), "nbytes": nbytes}
         if order is not None:
