@@ -41,10 +41,17 @@ def median_halfwidth(xs: list[float]) -> float:
     return max(m - lo, hi - m) / m if m > 0 else math.inf
 
 
-def stop_at(samples: list[float], target: float) -> int:
+def drifting(xs: list[float], target: float) -> bool:
+    """The median of the later half off the earlier half's by more than the target: the times still move."""
+    half = len(xs) // 2
+    a, b = median(xs[:half]), median(xs[half:])
+    return a <= 0 or abs(b / a - 1) > target
+
+
+def stop_at(samples: list[float], target: float, drift: bool = False) -> int:
     n = MIN_ITERS
     while n < len(samples):
-        if median_halfwidth(samples[:n]) <= target:
+        if median_halfwidth(samples[:n]) <= target and not (drift and drifting(samples[:n], target)):
             return n
         n += ROUND
     return len(samples)
@@ -68,6 +75,8 @@ def main() -> None:
     ap.add_argument("runs", nargs="+")
     ap.add_argument("--targets", default="0.005,0.01,0.02")
     ap.add_argument("--out", default=None)
+    ap.add_argument("--drift", action="store_true", help="also require the later half's median to agree with the "
+                                                         "earlier half's within the target")
     a = ap.parse_args()
     kernels = [k for run in a.runs for k in subjects(Path(run))]
     rows = []
@@ -77,7 +86,7 @@ def main() -> None:
         for pid, got in kernels:
             cut = {}
             for name, xs in got.items():
-                n = stop_at(xs, target)
+                n = stop_at(xs, target, a.drift)
                 calls_all += len(xs)
                 calls_kept += n
                 cut[name] = xs[:n]
