@@ -6,7 +6,8 @@ reading by a ratio), for several durations and ratios. Prints, per duration, whe
 the median reported and the credited verified kernel time, what the forgery bought (its real time, the report times
 the ratio, over its credited time) and the smallest ratio caught from which on every larger one is caught too. Caught:
 a `hack` verdict, or a forgery that buys at most ``--noise`` (1.1x: the honest runs' credit varies by ~5-10% between
-evaluations on the loaded CPU host). Ratio 1.0 is the honest run: it must pass, and its credited time over its report
+evaluations on the loaded CPU host; so an under-report of 1.1x or less counts as caught whatever it buys, and the most
+any forgery of a length bought is printed beside it). Ratio 1.0 is the honest run: it must pass, and its credited time over its report
 is what the judge's clock charged it. The kernel's real length is the busy work plus the ReLU (~0.4 ms at small size
 on the CPU): the reported column of the honest row says it.
 
@@ -79,6 +80,7 @@ def main() -> None:
           "|---|---|---|---|---|---|---|")
     caught: dict[float, dict[float, bool]] = {}
     charged: dict[float, list[float]] = {}
+    most: dict[float, float] = {}
     try:
         for ms in sizes:
             caught[ms] = {}
@@ -95,6 +97,7 @@ def main() -> None:
                         charged.setdefault(ms, []).append(1 / bought - 1)
                     else:
                         ok = hack or (bought is not None and bought <= a.noise)
+                        most[ms] = max(most.get(ms, 0.0), bought or 0.0)
                         caught[ms][ratio] = caught[ms].get(ratio, True) and ok
                     print(f"| {ms:g} | {ratio:g} | {'caught' if hack else 'passed'} | "
                           f"{v.kernel_ms if v.kernel_ms is None else round(v.kernel_ms, 4)} | {v.verdict} | "
@@ -108,7 +111,8 @@ def main() -> None:
         smallest = next((x for i, x in enumerate(forged) if all(by_ratio[y] for y in forged[i:])), None)
         honest = charged.get(ms, [])
         print(f"{a.device}: kernel {ms:g} ms busy + ReLU: smallest under-report caught (hack or bought <= {a.noise:g}x): "
-              f"{'none of ' + str(forged) if smallest is None else f'{smallest:g}x'}; honest charged "
+              f"{'none of ' + str(forged) if smallest is None else f'{smallest:g}x'}; most bought {most.get(ms, 0):.2f}x; "
+              f"honest charged "
               f"{'-' if not honest else f'{statistics.median(honest):+.1%} (median of {len(honest)}, at most {max(honest):+.1%})'}")
 
 
