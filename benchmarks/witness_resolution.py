@@ -3,14 +3,22 @@
 An honest kernel of a set duration (busy work: a host spin on the CPU, torch.cuda._sleep on a GPU, then a ReLU)
 is evaluated with the evaluator's clock forged (``Clock.interval``'s code swapped for one that divides every
 reading by a ratio), for several durations and ratios. Prints, per duration, whether ``timing_witness`` failed,
-the credited verified kernel time, and the smallest ratio caught. Ratio 1.0 is the honest run (must pass).
+the median reported and the credited verified kernel time, what the forgery bought (its real time, the report times
+the ratio, over its credited time) and the smallest ratio caught from which on every larger one is caught too. Caught:
+a `hack` verdict, or a forgery that buys at most ``--noise`` (1.1x: the honest runs' credit varies by ~5-10% between
+evaluations on the loaded CPU host; so an under-report of 1.1x or less counts as caught whatever it buys, and the most
+any forgery of a length bought is printed beside it). Ratio 1.0 is the honest run: it must pass, and its credited time over its report
+is what the judge's clock charged it. The kernel's real length is the busy work plus the ReLU (~0.4 ms at small size
+on the CPU): the reported column of the honest row says it.
 
-    python benchmarks/witness_resolution.py [--device cuda] [--ms 0.5 1 2] [--ratios 1.0 1.1 1.2 1.5 2]
+    python benchmarks/witness_resolution.py [--device cuda] [--ms 0.5 1 2] [--ratios 1.0 1.1 1.2 1.5 2] [--reps 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -47,35 +55,65 @@ class ModelNew(nn.Module):
 '''
 
 
+REPORTED = re.compile(r"reported ([0-9.eE+-]+) ms")
+
+
+def reported_median(detail: str) -> float | None:
+    """The median reported kernel time, as the timing_witness guard's detail quotes it."""
+    m = REPORTED.search(detail or "")
+    return float(m[1]) if m else None
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--ms", type=float, nargs="+", default=None)
     ap.add_argument("--ratios", type=float, nargs="+", default=[1.0, 1.1, 1.2, 1.5, 2.0])
+    ap.add_argument("--reps", type=int, default=1, help="evaluations per (duration, ratio)")
+    ap.add_argument("--noise", type=float, default=1.1, help="what a forgery may buy and still count as caught")
     a = ap.parse_args()
-    sizes = a.ms or ([0.5, 2.0] if a.device == "cpu" else [0.02, 0.1, 1.0])
+    sizes = a.ms or ([0.3, 0.5, 2.0] if a.device == "cpu" else [0.02, 0.1, 1.0])
     settings = EvalSettings(verified_min_iters=20, verified_max_iters=60, verified_seconds_per_subject=2.0,
                             naive_timing_trials=30, cpu_threads=1)
     ev = harness.Evaluator(a.device, "small", settings=settings)
-    print("| kernel ms | ratio | timing_witness | credited verified ms | verdict |\n|---|---|---|---|---|")
-    smallest: dict[float, float | None] = {}
+    print("| kernel ms | ratio | timing_witness | credited verified ms | verdict | reported ms | bought |\n"
+          "|---|---|---|---|---|---|---|")
+    caught: dict[float, dict[float, bool]] = {}
+    charged: dict[float, list[float]] = {}
+    most: dict[float, float] = {}
     try:
         for ms in sizes:
-            smallest[ms] = None
+            caught[ms] = {}
             for ratio in a.ratios:
-                r = ev.evaluate(SOURCE.format(ratio=ratio, ms=ms), "level1/19_ReLU")
-                g = r.record.guard("timing_witness")
-                caught = g is not None and not g.passed
-                v = r.results["verified"]
-                print(f"| {ms:g} | {ratio:g} | {'caught' if caught else 'passed'} | "
-                      f"{v.kernel_ms if v.kernel_ms is None else round(v.kernel_ms, 4)} | {v.verdict} |", flush=True)
-                if caught and ratio > 1.0 and smallest[ms] is None:
-                    smallest[ms] = ratio
+                for _ in range(a.reps):
+                    r = ev.evaluate(SOURCE.format(ratio=ratio, ms=ms), "level1/19_ReLU")
+                    g = r.record.guard("timing_witness")
+                    hack = g is not None and not g.passed
+                    v = r.results["verified"]
+                    rep = reported_median(g.detail) if g is not None else None
+                    # honest: what the judge's clock charged (credited / reported); forged: real time / credited
+                    bought = (rep * ratio / v.kernel_ms) if rep and v.kernel_ms else None
+                    if ratio == 1.0 and bought:
+                        charged.setdefault(ms, []).append(1 / bought - 1)
+                    else:
+                        ok = hack or (bought is not None and bought <= a.noise)
+                        most[ms] = max(most.get(ms, 0.0), bought or 0.0)
+                        caught[ms][ratio] = caught[ms].get(ratio, True) and ok
+                    print(f"| {ms:g} | {ratio:g} | {'caught' if hack else 'passed'} | "
+                          f"{v.kernel_ms if v.kernel_ms is None else round(v.kernel_ms, 4)} | {v.verdict} | "
+                          f"{'-' if rep is None else f'{rep:.4g}'} | "
+                          f"{'-' if bought is None else (f'charged {1 / bought - 1:+.1%}' if ratio == 1.0 else f'{bought:.2f}x')} |",
+                          flush=True)
     finally:
         ev.close()
-    for ms, ratio in smallest.items():
-        print(f"{a.device}: kernel {ms:g} ms: smallest under-report caught: "
-              f"{'none of ' + str(a.ratios) if ratio is None else f'{ratio:g}x'}")
+    for ms, by_ratio in caught.items():
+        forged = sorted(by_ratio)
+        smallest = next((x for i, x in enumerate(forged) if all(by_ratio[y] for y in forged[i:])), None)
+        honest = charged.get(ms, [])
+        print(f"{a.device}: kernel {ms:g} ms busy + ReLU: smallest under-report caught (hack or bought <= {a.noise:g}x): "
+              f"{'none of ' + str(forged) if smallest is None else f'{smallest:g}x'}; most bought {most.get(ms, 0):.2f}x; "
+              f"honest charged "
+              f"{'-' if not honest else f'{statistics.median(honest):+.1%} (median of {len(honest)}, at most {max(honest):+.1%})'}")
 
 
 if __name__ == "__main__":

@@ -70,22 +70,32 @@ PR_SET_DUMPABLE = 4
 # The judge's clock (timing_witness and the credited kernel time). Per timed call it measures the interval from
 # letting the call go to the report that its whole output is handed over, and subtracts its own calibration of
 # everything else in that interval (the same pre-call work, hand-over and message round trip, done here beside each
-# call). What is left beyond the reported kernel time ("hidden") is tolerated up to a noise allowance; beyond that
-# it is added to the credited time, and well beyond it the timing is a forgery. Allowances: an absolute part, a
-# share of the reported time and a multiple of the calibration's own spread (measured per evaluation);
-# benchmarks/witness_resolution.py measures what they let through. The credit is what keeps the number honest; the
-# witness (a `hack` verdict) is kept for what noise cannot explain (an under-report of a third or more): on a loaded
-# 2-core host, honest sub-millisecond kernels showed up to ~0.2 ms hidden in every call of an evaluation. On the
-# H200, every honest small-size demo kernel's calls showed 0.21-0.47 ms hidden, whether the calibration was made here
-# or by a peer placed as the candidate is (h200_witness_honest_before.md, h200_witness_honest_peer.md); where that
-# time goes is not found yet (a kernel-less copy of the worker's timed call accounts for ~0.43 ms of its ~0.9 ms:
-# h200_witness_overhead.md). Until it is, the GPU's absolute allowances cover it: an honest kernel is neither
-# charged for it nor called `hack`, and a forged clock can hide up to the credit allowance per call.
-CREDIT_SLACK_MS = {"cpu": 0.02, "cuda": 0.6}
+# call). What is left beyond the reported kernel time ("hidden") is tolerated up to the credit allowance; beyond that
+# it is added to the credited time, and well beyond it (the witness allowance) the timing is a forgery.
+# The credit allowance is fixed (absolute + a share of the report): a forged clock hides at most that much per call,
+# whatever the load. It once also held the calibration's spread (median - low quantile), which on the loaded 2-core
+# host grew to 0.1-4 ms from one evaluation to the next and let a quarter-speed clock around a ~0.4 ms ReLU through at
+# 2.5-4.7x. The CPU's absolute part is set against what an honest call's interval holds beyond report and calibration on
+# that host: 0.26 ms on average (sd 0.05 ms, 0.08-0.35 ms over 45 evaluations at load 2.6-5.5;
+# benchmarks/results/cpu_witness_resolution.md), time the judge's in-process calibration does not pay (the worker's
+# wake-up and report: a second process). At 0.2 ms an honest kernel is charged the excess beyond it: 4% of its time on
+# average over those evaluations (13% at most), less than the spread-based rule charged them (6.6%, 22.5%), though up
+# to 36% of a 0.6 ms kernel at CPU pressure ~99%. A forged clock gains little (the excess is in its calls too): at most
+# 0.2 ms + 3% less that excess per call. The witness allowance keeps the spread: it only decides `hack`, which must
+# not fire on an honest kernel whose calls the load delayed. On the H200, every honest small-size demo kernel's calls
+# showed 0.21-0.47 ms hidden, whether the calibration was made here or by a peer placed as the candidate is
+# (h200_witness_honest_before.md, h200_witness_honest_peer.md); where that time goes is not found yet (a kernel-less
+# copy of the worker's timed call accounts for ~0.43 ms of its ~0.9 ms: h200_witness_overhead.md). Until it is, the
+# GPU's absolute allowances cover it: an honest kernel is neither charged for it nor called `hack`, and a forged clock
+# can hide up to the credit allowance per call (GPU allowances not re-measured since the spread left the credit; the
+# H200's calibration spread was ~0.01 ms, h200_witness_overhead.json).
+CREDIT_SLACK_MS = {"cpu": 0.2, "cuda": 0.6}
 CREDIT_SLACK_REL = 0.03
 WITNESS_SLACK_MS = {"cpu": 0.25, "cuda": 0.75}
 WITNESS_SLACK_REL = 0.5
-SPREAD_FACTOR = 1.0
+SPREAD_FACTOR = 1.0  # the witness's (hack) allowance only
+# The naive loop's bracket (naive_floor, evidence only): one round trip over the whole loop, no per-call excess.
+NAIVE_CREDIT_SLACK_MS = {"cpu": 0.02, "cuda": 0.6}
 QUANTILE = 0.1  # a low quantile (the least of fewer than ten): scheduler delays only ever add time, to the calls and to the calibration alike
 # Baselines the judge times, by request name -> record field.
 BASELINE_SUBJECTS = {"naive": "naive_baseline_fp32", "tf32": "verified_baseline_tf32", "fp32": "verified_baseline_fp32",
@@ -139,17 +149,21 @@ def timing_floor(intervals_ms: list[float], reported_ms: list[float], calibratio
     """What the judge's clock allows for the kernel, from per-call intervals (release to hand-over report), the
     reported times of the same calls and the judge's own calibration samples of everything else in an interval.
 
-    ``hidden``: interval time that neither the report nor the calibrated overhead explains (a low quantile of each,
-    per call for the report). ``credited_ms``: the median report, raised by whatever is hidden beyond the noise
-    allowance, so a forged clock gains at most that allowance. ``ok``: False where the hidden time is beyond the
-    witness allowance (a forgery, not noise)."""
+    ``hidden``: interval time that neither the report nor the calibrated overhead explains: a low quantile of each
+    (per call for the report), since scheduler delays only add time. Unpaired on purpose: a call's own calibration
+    samples (taken right after it) made a noisier estimate on the loaded CPU host (the per-call differences' median
+    varied by 0.13-0.26 ms between evaluations against 0.05 ms for this; cpu_witness_resolution.md).
+    ``credited_ms``: the median report, raised by whatever is hidden beyond the credit allowance (fixed: absolute plus
+    a share of the report, never the calibration's spread), so a forged clock gains at most that allowance per call.
+    ``ok``: False where the hidden time is beyond the witness allowance (which the spread widens: a forgery, not
+    noise)."""
     kind = "cuda" if cuda else "cpu"
     med = statistics.median(reported_ms)
     unexplained = [i - r for i, r in zip(intervals_ms, reported_ms, strict=True)]
     overhead = _quantile(calibration_ms, QUANTILE)
     hidden = _quantile(unexplained, QUANTILE) - overhead
     spread = _quantile(calibration_ms, 0.5) - overhead
-    credit_slack = CREDIT_SLACK_MS[kind] + CREDIT_SLACK_REL * med + SPREAD_FACTOR * spread
+    credit_slack = CREDIT_SLACK_MS[kind] + CREDIT_SLACK_REL * med
     witness_slack = WITNESS_SLACK_MS[kind] + WITNESS_SLACK_REL * med + SPREAD_FACTOR * spread
     return {"reported_median_ms": med, "overhead_ms": overhead, "hidden_ms": hidden, "spread_ms": spread,
             "credit_slack_ms": credit_slack, "witness_slack_ms": witness_slack,
@@ -165,7 +179,7 @@ def naive_floor(interval_ms: float, reported_ms: list[float], round_trip_ms: flo
     n = max(1, len(reported_ms))
     mean = statistics.fmean(reported_ms) if reported_ms else 0.0
     floor = (interval_ms - round_trip_ms) / n - per_call_ms
-    credit_slack = CREDIT_SLACK_MS[kind] + CREDIT_SLACK_REL * mean
+    credit_slack = NAIVE_CREDIT_SLACK_MS[kind] + CREDIT_SLACK_REL * mean
     witness_slack = WITNESS_SLACK_MS[kind] + WITNESS_SLACK_REL * mean
     return {"reported_mean_ms": mean, "floor_ms": floor, "credited_ms": max(mean, floor - credit_slack),
             "ok": floor - mean <= witness_slack}
