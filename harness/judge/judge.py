@@ -548,6 +548,7 @@ class Session:
         self.naive_reported_ms: list[float] = []
         self.like: dict = {}  # the expected output's size and dtype: what the pre-call work poisons
         self._cal_out: torch.Tensor | None = None  # what the calibration hands over in place of an output
+        self._cal_slot: OutputSlot | None = None  # and the file it hands it over into (host hand-over)
         self.calibrated_by: set[str] = set()  # 'peer' and/or 'judge': where the calibration samples came from
         self.phases: list[dict] = []  # each timed call's time as the candidate process split it (evidence, in details)
         self.cal_phases: list[dict] = []  # the in-process calibration's split, beside it
@@ -657,8 +658,9 @@ class Session:
         finally:
             self.timing_sets = []
             self._end_timing()
-            if self.slot is not None:
-                self.slot.close()
+            for slot in (self.slot, self._cal_slot):
+                if slot is not None:
+                    slot.close()
             self.buf.close()  # GiBs at full size: the judge serves every later candidate of its problem
         return self._result()
 
@@ -1086,20 +1088,19 @@ class Session:
             self._cal_out = torch.zeros(self.out_like[0], dtype=dtype, device=j.device)
         lead = j.settings.verified_launch_lead_us if j.ops.can_hold else 0.0
         fits = self._cal_out is not None and self._cal_out.numel() * self._cal_out.element_size() <= self.out_cap
-        # an output file of its own, made before the clock as the candidate's is (offered with the reply before)
-        slot = OutputSlot(self.out_cap, allocate=self.out_bytes) if fits and self.sealing else None
+        if fits and self.sealing and self._cal_slot is None:
+            # an output file allocated as the candidate's are, written again by every sample (a sealed one could not be)
+            self._cal_slot = OutputSlot(self.out_cap, allocate=self.out_bytes)
         j.ops.sync()
         t0 = time.perf_counter()
         Clock(j.ops).interval(lambda: None, sync_before_end=False, lead_us=lead)
         t1 = time.perf_counter()
-        if slot is not None:
-            write_sealed(slot.fd, self._cal_out)
+        if fits and self._cal_slot is not None:
+            write_sealed(self._cal_slot.fd, self._cal_out, seal=False)
         elif fits:
             self.buf.write(self._cal_out, self.out_off)
         j.ops.sync()
         t2 = time.perf_counter()
-        if slot is not None:
-            slot.close()
         self.cal_phases.append({"round_trip": rt, "timer": (t1 - t0) * 1e3, "handover": (t2 - t1) * 1e3})
         return rt + (t2 - t0) * 1e3
 

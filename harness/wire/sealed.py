@@ -84,10 +84,11 @@ class OutputSlot(SharedBuffer):
         raise WireError("the judge never writes an output file")
 
 
-def write_sealed(fd: int, t: torch.Tensor) -> dict:
+def write_sealed(fd: int, t: torch.Tensor, *, seal: bool = True) -> dict:
     """Candidate side: ``t``'s values into the output file at offset 0, in the order its storage holds them where that
     is dense (as ``SharedBuffer.write``), then the write seal. Returns the descriptor. A refused seal (someone maps
-    the file writable) is not raised: the judge sees the file unsealed."""
+    the file writable) is not raised: the judge sees the file unsealed. ``seal=False``: the judge's calibration, which
+    writes one file again and again, pays a seal query instead (one fcntl all the same)."""
     t = t.detach()
     flat, order = stored_flat(t)
     nbytes = t.numel() * t.element_size()
@@ -97,7 +98,7 @@ def write_sealed(fd: int, t: torch.Tensor) -> dict:
         while done < nbytes:
             done += os.pwrite(fd, data[done:], done)
     with contextlib.suppress(OSError):
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE)
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE) if seal else fcntl.fcntl(fd, fcntl.F_GET_SEALS)
     desc = {"offset": 0, "shape": list(t.shape), "dtype": dtype_name(t.dtype), "nbytes": nbytes}
     if order is not None:
         desc["dim_order"] = order
