@@ -66,6 +66,11 @@ def test_honest_elementwise(backend, stem, make, ref):
     for scale in (1.0, 3.0, -1.0, 30.0):
         x = torch.randn(16, 4096, device=backend) * scale
         assert close(model(x), ref(x)), (stem, scale)
+    # A bf16 run (--precision bf16): the float32 extension gets an upcast copy and the result comes back in bf16
+    # (checked here, not by building these kernels again in tests/test_precision_modes.py's bf16 sweep).
+    x = (torch.randn(16, 4096, device=backend) * 3.0).bfloat16()
+    out = model(x)
+    assert out.dtype == torch.bfloat16 and close(out.float(), ref(x.float()).bfloat16().float(), 1e-2), stem
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -25,7 +25,7 @@ torch::Tensor relu_fwd(torch::Tensor x) { return torch::clamp_min(x, 0); }
 class ModelNew(nn.Module):
     def __init__(self):
         super().__init__()
-        self.ext = load_inline(name="kv_test_ctor_relu", cpp_sources=SRC, functions=["relu_fwd"])
+        self.ext = load_inline(name="kv_test_ctor_relu", cpp_sources=SRC, functions=["relu_fwd"], extra_cflags=["-O3"])
 
     def forward(self, x):
         return self.ext.relu_fwd(x)

@@ -18,9 +18,11 @@ def _reference_as_candidate(pid: str) -> str:
     return load(pid).reference_as_candidate()
 
 
-def test_one_problem_per_level_gets_a_compile_baseline(tmp_path):
+def test_a_problem_with_and_one_without_parameters_get_a_compile_baseline(tmp_path):
+    # Two problems, not one per level: the judge compiles every level's Model the same way, and each problem costs
+    # an Inductor compile (C++ on a CPU) of its own.
     with harness.Evaluator("cpu", "small", settings=SETTINGS, cache_dir=tmp_path) as ev:
-        for pid in ("level1/19_ReLU", "level2/1_Conv2D_ReLU_BiasAdd", "level3/1_MLP"):
+        for pid in ("level1/19_ReLU", "level3/1_MLP"):
             r = ev.evaluate(_reference_as_candidate(pid), pid)
             t = r.record.timing
             assert r.record.status == "ok", r.record.error

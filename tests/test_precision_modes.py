@@ -116,11 +116,13 @@ def _env() -> dict[str, str]:
 def test_demo_sweep_in_bf16(tmp_path):
     """The demo kernels upcast bf16 inputs to float32 for their float32 extensions and cast the result back: every
     final turn is correct under both protocols, and the deliberate faults of the first turns stay what they are in
-    fp32 (ReLU's copy and softmax's zeros pass naive and fail verified; LeakyReLU's typo fails to compile)."""
+    fp32 (ReLU's copy and softmax's zeros pass naive and fail verified). Two problems, four builds: every other demo
+    kernel's bf16 cast is checked in-process by tests/test_agents_demo_build.py, without building it again, and
+    LeakyReLU's compile error (no precision in it) by tests/test_loop_driver.py."""
     run_dir = tmp_path / "bf16"
     fast = [x for k, v in FAST.items() for x in ("--eval-set", f"{k}={v}")]
     r = subprocess.run([sys.executable, "-m", "agents.sweep", "--models", "demo", "--precision", "bf16", "--problems",
-                        "1/19,1/20,1/22,1/23", "--device", "cpu", "--size", "small", "--turns", "2",
+                        "1/19,1/23", "--device", "cpu", "--size", "small", "--turns", "2",
                         "--build-workers", "1", "--no-progress", "--run-dir", str(run_dir), *fast],
                        cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stderr + r.stdout
@@ -132,9 +134,6 @@ def test_demo_sweep_in_bf16(tmp_path):
     assert verdicts == {
         ("level1/19_ReLU", 1): both("correct", "incorrect"),  # a copy: right on torch.rand, wrong on negatives
         ("level1/19_ReLU", 2): both("correct", "correct"),
-        ("level1/20_LeakyReLU", 1): both("compile_error", "compile_error"),
-        ("level1/20_LeakyReLU", 2): both("correct", "correct"),
-        ("level1/22_Tanh", 1): both("correct", "correct"),
         ("level1/23_Softmax", 1): both("correct", "incorrect"),  # all zeros: within naive's loose tolerance only
         ("level1/23_Softmax", 2): both("correct", "correct"),
     }, verdicts
@@ -152,14 +151,14 @@ def test_demo_sweep_in_bf16(tmp_path):
     for t in [*headline_tables(rep), *waterfall_tables(rep), kernel_table(rep)]:
         console.print(t)
     text = console.export_text()
-    assert text.count("demo · bf16") >= 4 and "precision bf16" in text
+    assert text.count("demo · bf16") >= 2 and "precision bf16" in text
     wf = rep.waterfall("demo")
-    assert next(s for s in wf.steps if s.step == "tf32_baseline").not_applicable == 4  # every final turn: bf16
+    assert next(s for s in wf.steps if s.step == "tf32_baseline").not_applicable == 2  # every final turn: bf16
     # the headline view of the demo run (python -m agents.report RUN --headline): every final turn correct
     head = format_headline(rep.headline_view)
     assert "demo · bf16 (each cell: naive / verified)" in head
     row = next(line for line in head.splitlines() if line.startswith("| all problems "))
-    assert [c.strip() for c in row.split("|")][1:5] == ["all problems", "4", "4", "4 / 4"]  # problems, N, kernels, correct
+    assert [c.strip() for c in row.split("|")][1:5] == ["all problems", "2", "2", "2 / 2"]  # problems, N, kernels, correct
     assert "geomean over all (incorrect = 1.00x)" in head
 
 
