@@ -205,7 +205,7 @@ class JudgeLink:
             else:
                 desc = self.buf.write(plain, offset) if fits else {}
             return M.payload(M.Output(type="tensor", shape=list(out.shape), dtype=dtype_name(out.dtype),
-                                      dim_order=desc.get("dim_order") if fits else None))
+                                      dim_order=desc.get("dim_order")))
         finally:
             if slot is not None:
                 os.close(slot[0])

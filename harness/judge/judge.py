@@ -621,16 +621,14 @@ class Session:
         """As a report arrives, before anything else: is the offered file sealed (nothing can change it from now on)?"""
         self._sealed_at_arrival = self.slot.sealed() if self.slot is not None else None
 
-    def _take_slot(self, sent: M.Output, what: str) -> OutputSlot | None:
-        """The file the report that just arrived is about; an output of tensor type in a file that was not sealed as
-        the report arrived is a breach (sealed_handover): its bytes could still change."""
-        slot, self.slot = self.slot, None
+    def _note_seal(self, sent: M.Output, slot: OutputSlot | None, what: str) -> None:
+        """An output of tensor type in a file that was not sealed as its report arrived is a breach (sealed_handover):
+        its bytes could still change."""
         if slot is not None and sent.type == "tensor":
             if self._sealed_at_arrival:
                 self.sealed_outputs += 1
             else:
                 self.unsealed.append(what)
-        return slot
 
     @property
     def handover(self) -> str:
@@ -765,14 +763,19 @@ class Session:
         with self._clock("waiting"):
             kind, meta = self.conn.recv(timeout=self.j.settings.eval_timeout_s)
         self._seal_check()
-        with self._clock("compare"):
-            return self._judge_output(kind, meta, offset, cap, exp, what=what)
+        slot, self.slot = self.slot, None  # the file this output came in, if any
+        try:
+            with self._clock("compare"):
+                return self._judge_output(kind, meta, offset, cap, exp, slot=slot, what=what)
+        finally:
+            if slot is not None:
+                slot.close()
 
     def _judge_output(self, kind: str, meta: Any, offset: int, cap: int, exp: Expected,
-                      snapshot: torch.Tensor | None = None, what: str = "",
-                      slot: OutputSlot | None = None) -> tuple[ErrorStats | None, str | None]:
-        """(stats, exception text) of an output: read from ``snapshot`` (already copied), else from the sealed file
-        it came in (``slot``; taken here for an 'output' message), else from the shared buffer at ``offset``."""
+                      snapshot: torch.Tensor | None = None, slot: OutputSlot | None = None,
+                      what: str = "") -> tuple[ErrorStats | None, str | None]:
+        """(stats, exception text) of an output: read from ``snapshot`` (already copied), else from the file it came
+        in (``slot``), else from the shared buffer at ``offset``. ``what``: its seal is noted here, under that name."""
         if kind != "output":
             self.protocol_error = f"sent {kind!r} {str(meta)[:120]} where its output was due"
             raise WireError(self.protocol_error)
@@ -781,16 +784,8 @@ class Session:
         except M.ProtocolBreach as exc:
             self.protocol_error = f"sent a malformed output ({exc})"
             raise
-        if slot is None and what:
-            slot = self._take_slot(sent, what)
-        try:
-            return self._stats(sent, offset, cap, exp, snapshot, slot)
-        finally:
-            if slot is not None and what:
-                slot.close()
-
-    def _stats(self, sent: M.Output, offset: int, cap: int, exp: Expected, snapshot: torch.Tensor | None,
-               slot: OutputSlot | None) -> tuple[ErrorStats | None, str | None]:
+        if what:
+            self._note_seal(sent, slot, what)
         if sent.type == "exception":
             return None, sent.text[-4000:]
         if sent.type != "tensor":
@@ -1016,7 +1011,8 @@ class Session:
         p = check_probability(s.timed_check_fraction, s.verified_min_iters)
         if self.check_seconds > s.timed_check_seconds:  # checks' references past their budget: a few more expected
             p = min(p, 4.0 / most_timed_calls(s))
-        slot = self._take_slot(req.output, f"timed call {self.timed_calls_reported} (set {idx})")
+        slot, self.slot = self.slot, None
+        self._note_seal(req.output, slot, f"timed call {self.timed_calls_reported} (set {idx})")
         try:
             if self.j.rng.random() < p:
                 self._check_timed(req.output, idx, slot)

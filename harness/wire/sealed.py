@@ -3,7 +3,8 @@ report goes out.
 
 Through a buffer both processes keep mapped, an output's bytes stay writable after the report: a forked child or a
 hidden thread of the candidate's could finish the work the call skipped after the judge's clock had stopped, racing
-the judge's copy (``harness/fixtures/open_attacks``'s late-write fixtures). Here the judge makes one memfd per handed-
+the judge's copy (the late-write attack, now ``hacks/cpu/late_write_output_file_relu``; see
+``harness/fixtures/open_attacks/README.md``). Here the judge makes one memfd per handed-
 over output (``OutputSlot``: its size fixed by seals, its pages allocated before the call) and passes it with the
 reply that precedes the call; the candidate process writes the bytes with ``pwrite`` (it never maps the file) and
 adds ``F_SEAL_WRITE`` before it reports (``write_sealed``). The kernel refuses that seal while any process holds a
@@ -24,7 +25,7 @@ import os
 import torch
 
 from .conn import WireError
-from .shm import SharedBuffer, _inverse, dtype_name, stored_flat
+from .shm import SharedBuffer, dtype_name, stored_flat
 
 
 class OutputSlot(SharedBuffer):
@@ -34,7 +35,7 @@ class OutputSlot(SharedBuffer):
     def __init__(self, capacity: int, allocate: int | None = None) -> None:
         """``capacity`` bytes, of which the first ``allocate`` (all by default: the size the output is expected to
         take) are allocated now, so the call's hand-over is a copy, not allocation."""
-        # not super().__init__: nothing is mapped until it is sealed
+        # not super().__init__: nothing is ever mapped
         self.fd = os.memfd_create("kv-out", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
         self.size, self._mm, self.pin, self._pinned = capacity, None, False, None
         try:
@@ -56,26 +57,20 @@ class OutputSlot(SharedBuffer):
     def map(self, size: int) -> None:
         pass  # never mapped: read with pread, which needs no mapping that could refuse the candidate's seal
 
-    def read(self, desc: dict, device: str | torch.device = "cpu") -> torch.Tensor:
-        """A new contiguous tensor on ``device`` holding the described values, read from the file (validated)."""
-        dtype, shape, offset, nbytes, order = self._described(desc)
-        out = torch.empty(shape if order is None else [shape[d] for d in order], dtype=dtype)
-        if nbytes:
-            into = memoryview(out.reshape(-1).view(torch.uint8).numpy())
-            done = 0
-            while done < nbytes:
-                n = os.preadv(self.fd, [into[done:]], offset + done)
-                if n <= 0:
-                    raise WireError("an output file ended early")
-                done += n
-        out = out if order is None else out.permute(_inverse(order)).contiguous()
-        return out.to(device)
+    def _copy_out(self, dest: torch.Tensor, offset: int, nbytes: int) -> None:
+        """The bytes read with pread (a copy through the kernel, no mapping), straight into ``dest`` on the CPU."""
+        into = dest if dest.device.type == "cpu" else torch.empty(nbytes, dtype=torch.uint8)
+        view, done = memoryview(into.numpy()), 0
+        while done < nbytes:
+            n = os.preadv(self.fd, [view[done:]], offset + done)
+            if n <= 0:
+                raise WireError("an output file ended early")
+            done += n
+        if into is not dest:
+            dest.copy_(into)
 
     def view(self, desc: dict, device) -> torch.Tensor | None:
         return None  # never mapped: always read (a copy)
-
-    def read_into(self, desc: dict, out: torch.Tensor) -> None:
-        raise WireError("an output file is only read whole")
 
     def ensure(self, size: int) -> None:
         raise WireError("an output file has a fixed size")

@@ -159,8 +159,12 @@ class SharedBuffer:
         dtype, shape, offset, nbytes, order = self._described(desc)
         out = torch.empty(shape if order is None else [shape[d] for d in order], dtype=dtype, device=device)
         if nbytes:
-            out.reshape(-1).view(torch.uint8).copy_(self._bytes(offset, nbytes))
+            self._copy_out(out.reshape(-1).view(torch.uint8), offset, nbytes)
         return out if order is None else out.permute(_inverse(order)).contiguous()
+
+    def _copy_out(self, dest: torch.Tensor, offset: int, nbytes: int) -> None:
+        """``nbytes`` bytes from ``offset`` into ``dest`` (uint8, contiguous, validated against the buffer)."""
+        dest.copy_(self._bytes(offset, nbytes))
 
     def view(self, desc: dict, device: str | torch.device) -> torch.Tensor | None:
         """The described tensor in place in this buffer (validated; writes to it are writes to the buffer) when the
@@ -184,7 +188,7 @@ class SharedBuffer:
         if out.dtype != dtype or list(out.shape) != shape or not out.is_contiguous() or order is not None:
             raise WireError(f"descriptor {desc!r:.200} does not describe the tensor it should refill")
         if nbytes:
-            out.reshape(-1).view(torch.uint8).copy_(self._bytes(offset, nbytes))
+            self._copy_out(out.reshape(-1).view(torch.uint8), offset, nbytes)
 
 
 class DeviceSharedBuffer(SharedBuffer):
