@@ -48,6 +48,14 @@ if [ "${STEPS:-}" = issue31 ]; then
     : "${REPRO_BESIDE:=level2/14_Gemm_Divide_Sum_Scaling,level1/23_Softmax,level2/40_Matmul_Scaling_ResidualAdd}"
     export SWEEP_DEFAULTS SWEEP_MODELS SWEEP_STRIDE SWEEP_OFFSET SWEEP_DEADLINE_S
 fi
+# STEPS=issue32: one slice of issue 32's corpus run (~25 minutes): every recorded kernel of every model folder of
+# CORPUS on a stride-4 slice of the problems (SWEEP_OFFSET=0..3, one slice per session) at the 2026-12-01 settings,
+# then the slice's records stripped of kernel source into R/corpus_slice (committable); merge the slices into
+# benchmarks/results/corpus_run with benchmarks/strip_run.py and regenerate README's headline.
+if [ "${STEPS:-}" = issue32 ]; then
+    STEPS="full_size_sweep strip_slice"
+    : "${SWEEP_STRIDE:=4}" "${SWEEP_OFFSET:=0}" "${SWEEP_DEADLINE_S:=1380}"
+fi
 if [ "${STEPS:-}" = issue29_30 ]; then
     STEPS="witness_honest hack_suite full_size_sweep"
     : "${WITNESS_SIZES:=small}" "${WITNESS_QUICK:=1}" "${SWEEP_STRIDE:=5}" "${SWEEP_DEADLINE_S:=600}"
@@ -130,6 +138,7 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
         --out "$R" ;;
     handover) step handover python3 benchmarks/handover.py --problems 1/7,1/9 --problems-dir "${CORPUS:?}/problems" \
         --reps "${HANDOVER_REPS:-1}" --out "$R" ;;
+    strip_slice) step strip_slice python3 benchmarks/strip_run.py "$R/run" "$R/corpus_slice" ;;
     *) echo "unknown step $name" >>"$R/steps.log" ;;
     esac
 done
