@@ -16,6 +16,7 @@ is the evaluator's ``Setup`` (``harness.children``).
 
 from __future__ import annotations
 
+import os
 import secrets
 import shutil
 import tempfile
@@ -212,15 +213,26 @@ class Evaluator:
             candidate_source=source, candidate_hash=record.candidate_hash, work_dir=str(slot.work),
             extensions_dir=EXT_MOUNT, result_fd=slot.write_fd, judge_fd=slot.cand_sock.fileno(), nonce=nonce))
         job_line = (job.model_dump_json() + "\n").encode()  # through the worker's stdin, never a file
+        # Started before the judge is told to serve it: the judge gets its cgroup's freezer with the session.
+        child = spare.child if spare is not None else self._workers.spawn(slot, "--job-on-stdin")
+        serve, fds = self._judges.fresh_seeds(), [slot.judge_sock.fileno()]
+        freezer = _open_freezer(child)
+        if freezer is not None:
+            serve["freezer"], freezer_fds = freezer
+            fds += freezer_fds
         try:  # every candidate its own seeds, told to the judge alone
-            judge.conn.send("serve", self._judges.fresh_seeds(), fds=[slot.judge_sock.fileno()])
+            judge.conn.send("serve", serve, fds=fds)
         except WireError as exc:
             self._judges.drop(judge)
             if spare is not None:
                 spare.discard()
             else:
+                child.end()
                 slot.close_fds()
             raise HarnessError(f"the judge of {problem.id} is gone: {exc}") from exc
+        finally:
+            for fd in fds[1:]:
+                os.close(fd)
         slot.judge_sock.close()
         messages: list[dict] = []
         breaches: list[str] = []
@@ -246,7 +258,6 @@ class Evaluator:
             # Its clock starts now, at the job, not when it was started.
             res = wait_child(spare.child, timeout_s, on_start, started=t_worker, memory_cap=cap)
         else:
-            child = self._workers.spawn(slot, "--job-on-stdin")
             try:
                 child.proc.stdin.write(job_line)
                 child.proc.stdin.close()
@@ -326,6 +337,24 @@ class Evaluator:
         record.shapes.sort(key=lambda s: int(s.name.removeprefix("shape")))
         record.shape_specialised = shapes.specialised(record)
         record.phase_seconds["shapes"] = time.perf_counter() - t0
+
+
+def _open_freezer(child) -> tuple[str, list[int]] | None:
+    """Descriptors of the candidate's cgroup freezer for its judge (``harness.judge.pause``): ("v1"|"v2", fds), or
+    None where its cgroup has none (the record's ``paused_while_judging`` then says the pauses did not happen)."""
+    files = child.cgroup.freeze_files() if child.cgroup is not None else None
+    if files is None:
+        return None
+    kind, paths = files
+    fds: list[int] = []
+    try:
+        for i, path in enumerate(paths):  # the control file read-write, v2's events file read-only
+            fds.append(os.open(path, os.O_RDWR if i == 0 else os.O_RDONLY))
+    except OSError:
+        for fd in fds:
+            os.close(fd)
+        return None
+    return kind, fds
 
 
 def _disk_full(error: str, where: Path) -> bool:

@@ -62,6 +62,7 @@ from .inputs import (
     verified_parameters,
 )
 from .params import ParamMapping, map_parameters
+from .pause import DEADLINE_S, Pause
 from .peer_link import PeerLink
 from .tf32_truncation import TruncatedTF32
 from .warm import warm_up
@@ -512,15 +513,16 @@ class Judge:
         return _quantile(samples, QUANTILE)
 
     # -- one candidate ----------------------------------------------------------------------------------
-    def serve(self, conn: Conn) -> dict:
-        return Session(self, conn).run()
+    def serve(self, conn: Conn, pause: Pause | None = None) -> dict:
+        return Session(self, conn, pause).run()
 
 
 class Session:
     """The judge's side of one candidate's evaluation: a strict sequence of requests."""
 
-    def __init__(self, judge: Judge, conn: Conn) -> None:
+    def __init__(self, judge: Judge, conn: Conn, pause: Pause | None = None) -> None:
         self.j, self.conn = judge, conn
+        self.pause = pause  # the candidate's tree frozen while the judge renews inputs and times baselines (.pause)
         self.buf = self._new_buffer()
         self.naive_trials: list[TrialResult] = []
         self.verified_trials: list[TrialResult] = []
@@ -925,7 +927,7 @@ class Session:
         st = j.settings
         flags = tf32(True) if subject == "tf32" else pytorch_default_flags()
         samples: list[float] = []
-        with torch.no_grad(), flags:
+        with self._paused(f"timing the {subject} baseline"), torch.no_grad(), flags:
             if subject == "naive":
                 if self.baseline_ms["naive_baseline_fp32"]:
                     raise M.ProtocolBreach("the naive baseline was asked for twice")
@@ -988,7 +990,8 @@ class Session:
             raise M.ProtocolBreach("timed call on an unknown input set")
         if self._released is not None:
             raise M.ProtocolBreach("asked to start a timed call before reporting the last one")
-        self._renew(req.set)
+        with self._paused("renewing a timed call's inputs"):  # no helper of the candidate's reads them as they land
+            self._renew(req.set)
         self._released = (req.set, time.perf_counter())  # read before the reply goes out: never late
         self._send("go")
 
@@ -1177,6 +1180,24 @@ class Session:
             verified = [x * w["credited_ms"] / w["reported_median_ms"] for x in verified]
         return verified, naive
 
+    def _paused(self, what: str):
+        """The candidate's tree frozen for a block of the judge's work (a no-op where the evaluator has no freezer)."""
+        return self.pause.hold(what) if self.pause is not None else contextlib.nullcontext(None)
+
+    def _pause_outcome(self) -> GuardOutcome:
+        p = self.pause
+        if p is None or not p.pauses:
+            return outcome("paused_while_judging", True, applicable=False, detail=(
+                "no cgroup freezer here: the candidate's other processes could run while the judge renewed inputs "
+                "and timed baselines" if p is None else "nothing timed"))
+        if p.failures:
+            return outcome("paused_while_judging", False, detail=(
+                f"the candidate's processes did not stop within {DEADLINE_S * 1e3:.0f} ms of the freezer's request "
+                f"({len(p.failures)} of {p.pauses} pauses), while the judge was " + "; ".join(dict.fromkeys(p.failures))))
+        return outcome("paused_while_judging", True, detail=(
+            f"frozen {p.pauses} time(s) while the judge renewed inputs and timed baselines (longest freeze "
+            f"{p.longest_ms:.2g} ms)"))
+
     def _sealed_outcome(self) -> GuardOutcome:
         if not self.sealing:
             return outcome("sealed_handover", True, applicable=False,
@@ -1200,6 +1221,7 @@ class Session:
         if self.protocol_error:
             guards.append(outcome("judge_protocol", False, detail=self.protocol_error))
         guards.append(self._sealed_outcome())
+        guards.append(self._pause_outcome())
         return {
             "naive_trials": [t.model_dump(mode="json") for t in self.naive_trials],
             "verified_trials": [t.model_dump(mode="json") for t in self.verified_trials],
@@ -1259,10 +1281,15 @@ def main(control_fd: int, peer_fd: int | None = None) -> int:
             session = Conn.from_fd(fds[0])
             if isinstance(payload, dict) and payload.get("fresh_seeds"):
                 judge.reseed([int(x) for x in payload["fresh_seeds"]], int(payload["perturb_seed"]))
+            pause = None
+            if isinstance(payload, dict) and payload.get("freezer") and len(fds) > 1:
+                pause = Pause(str(payload["freezer"]), list(fds[1:]))
             try:
-                result = judge.serve(session)
+                result = judge.serve(session, pause)
             finally:
                 session.close()
+                if pause is not None:
+                    pause.close()
             conn.send("result", result)
         elif kind == "close":
             if judge.peer is not None:

@@ -1,5 +1,5 @@
 """A kernel-enforced memory and process limit for one sandbox's whole process tree (cgroup v2, or v1's memory and
-pids controllers).
+pids controllers), and the freezer the judge pauses that tree with while it works between timed calls.
 
 The memory limit counts what the tree's processes map and the shared memory and page cache they dirty (a file in the
 sandbox's ``/dev/shm`` or ``/tmp`` tmpfs included), so nothing a candidate allocates escapes it; swap is not allowed
@@ -73,8 +73,12 @@ class Cgroup:
                 except OSError:
                     break
                 dirs[ctl] = d
+            if len(dirs) == 2 and (ROOT / "freezer").is_dir():  # optional: the judge's pauses (freeze_files)
+                with contextlib.suppress(OSError):
+                    (ROOT / "freezer" / GROUP / name).mkdir(parents=True)
+                    dirs["freezer"] = ROOT / "freezer" / GROUP / name
             cg = cls(dirs, False)
-            ok = len(dirs) == 2 and _write(dirs["memory"] / "memory.limit_in_bytes", str(memory_bytes)) \
+            ok = len(dirs) >= 2 and _write(dirs["memory"] / "memory.limit_in_bytes", str(memory_bytes)) \
                 and _write(dirs["pids"] / "pids.max", str(pids_max))
             if ok:  # swap counted with memory where the kernel accounts it
                 _write(dirs["memory"] / "memory.memsw.limit_in_bytes", str(memory_bytes))
@@ -86,6 +90,15 @@ class Cgroup:
     def procs_files(self) -> list[str]:
         """The files a new process writes its pid into (in the child, before it execs the sandbox)."""
         return [str(d / "cgroup.procs") for d in {str(d): d for d in self.dirs.values()}.values()]
+
+    def freeze_files(self) -> tuple[str, list[Path]] | None:
+        """What pauses the whole tree (the kernel's cgroup freezer: no task of it runs until thawed), for the judge:
+        ("v2", [cgroup.freeze, cgroup.events]) or ("v1", [freezer.state]); None where this cgroup has no freezer."""
+        if self.v2:
+            d = self.dirs["memory"]
+            return ("v2", [d / "cgroup.freeze", d / "cgroup.events"]) if (d / "cgroup.freeze").exists() else None
+        d = self.dirs.get("freezer")
+        return ("v1", [d / "freezer.state"]) if d is not None and (d / "freezer.state").exists() else None
 
     def peak_bytes(self) -> int | None:
         d = self.dirs["memory"]
@@ -106,6 +119,7 @@ class Cgroup:
 
     def kill_all(self) -> None:
         """SIGKILL whatever is left (the pid namespace already ended the sandbox's tree; this is the second lock)."""
+        self.thaw()
         if self.v2 and _write(self.dirs["pids"] / "cgroup.kill", "1"):
             return
         for _ in range(50):
@@ -117,7 +131,15 @@ class Cgroup:
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.01)
 
+    def thaw(self) -> None:
+        """Undo a pause the judge left (it ended mid-pause): a frozen task cannot die, nor its folder go."""
+        if "freezer" in self.dirs:
+            _write(self.dirs["freezer"] / "freezer.state", "THAWED")
+        elif self.v2:
+            _write(self.dirs["memory"] / "cgroup.freeze", "0")
+
     def remove(self) -> None:
+        self.thaw()
         for d in self.dirs.values():
             for _ in range(100):
                 try:
