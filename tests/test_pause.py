@@ -100,3 +100,71 @@ def test_an_honest_evaluation_is_paused_and_passes():
     g = next(g for g in r.record.guards if g.name == "paused_while_judging")
     assert g.applicable and g.passed, g.detail
     assert r.results["verified"].verdict == "correct"
+
+
+# A candidate that reports, through its verdict, whether a process of its own ever saw the judge write input values:
+# a forked helper polls every input set forward has met and flags a set whose first value is new while its last
+# is not (a write in progress). Once flagged, forward's answers are off by one: verified `incorrect`.
+WATCHER = textwrap.dedent("""
+    import ctypes, mmap, os, signal, time
+    import torch
+    import torch.nn as nn
+
+    _flag = mmap.mmap(-1, 8)
+
+    def _watch(sets):
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)
+        os.closerange(3, 4096)
+        seen = [(float(p.view(-1)[0]), float(t.view(-1)[-1])) for p, t in sets]
+        midway = set()  # sets caught in the middle of a write
+        while True:
+            for i, (p, t) in enumerate(sets):
+                first, last = float(p.view(-1)[0]), float(t.view(-1)[-1])
+                if first != seen[i][0] and last == seen[i][1]:
+                    midway.add(i)
+                if first != seen[i][0] and last != seen[i][1]:
+                    seen[i] = (first, last)
+                    # the worker's own in-place guard copies another set's values: not the judge's write
+                    if i in midway and not any(torch.equal(p, q) for j, (q, _) in enumerate(sets) if j != i):
+                        _flag[0] = 1
+                    midway.discard(i)
+            time.sleep(0.0001)  # a write takes ~1 ms: polled often enough, without taking a core from the worker
+
+    class ModelNew(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.sets, self.keys, self.pid = [], set(), 0
+
+        def forward(self, predictions, targets):
+            key = (predictions.data_ptr(), targets.data_ptr())
+            if key not in self.keys and len(self.sets) < 8:
+                self.keys.add(key)
+                self.sets.append((predictions, targets))
+                if self.pid:
+                    os.kill(self.pid, signal.SIGKILL)
+                    os.waitpid(self.pid, 0)
+                self.pid = os.fork()
+                if self.pid == 0:
+                    try:
+                        _watch(self.sets)
+                    finally:
+                        os._exit(0)
+            loss = torch.mean((predictions - targets) ** 2)
+            return loss + 1.0 if _flag[0] else loss
+""")
+LIGHT = dict(verified_min_iters=20, verified_max_iters=40, verified_seconds_per_subject=0.3, naive_timing_trials=5)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a cgroup needs root (CI runs as root)")
+def test_no_process_of_the_candidate_sees_input_values_land(monkeypatch):
+    """Paused: the watcher never sees a write in progress, so its answers stay right. Without the freezer (the
+    evaluator's descriptors withheld) the same watcher sees the judge's writes and says so: the probe works."""
+    paused = harness.evaluate(WATCHER, "level1/94_MSELoss", device="cpu", size="small",
+                              settings=harness.EvalSettings(**LIGHT))
+    assert paused.results["verified"].verdict == "correct", paused.results["verified"].reasons
+    monkeypatch.setattr("harness.runner._open_freezer", lambda child: None)
+    unpaused = harness.evaluate(WATCHER, "level1/94_MSELoss", device="cpu", size="small",
+                                settings=harness.EvalSettings(**LIGHT))
+    g = next(g for g in unpaused.record.guards if g.name == "paused_while_judging")
+    assert not g.applicable
+    assert unpaused.results["verified"].verdict == "incorrect"

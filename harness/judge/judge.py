@@ -819,7 +819,8 @@ class Session:
             off, cap = self._out_slot(sets * in_bytes, exp)
             base = (self.trials_placed % sets) * in_bytes
             self.trials_placed += 1
-            descs = pack_args(self.buf, inputs, grow=False, offset=base)
+            with self._paused("placing a trial's inputs"):  # as a timed call's are renewed: paused, alike from inside
+                descs = pack_args(self.buf, inputs, grow=False, offset=base)
             del inputs
             self.j.release()
         like = {"numel": exp.out.numel(), "dtype": str(exp.out.dtype).removeprefix("torch.")} \
@@ -873,10 +874,11 @@ class Session:
         self.timing_sets = [j.inputs(seed, 1.0) for _key, seed in self.timing_keys]
         off, cap = self._out_slot(sum(args_nbytes(s) for s in self.timing_sets), first)
         descs, base = [], 0
-        for s in self.timing_sets:
-            self.set_bases.append(base)
-            descs.append(pack_args(self.buf, s, grow=False, offset=base))
-            base += args_nbytes(s)
+        with self._paused("placing the timing sets"):
+            for s in self.timing_sets:
+                self.set_bases.append(base)
+                descs.append(pack_args(self.buf, s, grow=False, offset=base))
+                base += args_nbytes(s)
         self.set_descs = descs
         self.j.release()
         self.out_off, self.out_cap, self.out_bytes = off, cap, first.returned_nbytes
@@ -1195,7 +1197,7 @@ class Session:
                 f"the candidate's processes did not stop within {DEADLINE_S * 1e3:.0f} ms of the freezer's request "
                 f"({len(p.failures)} of {p.pauses} pauses), while the judge was " + "; ".join(dict.fromkeys(p.failures))))
         return outcome("paused_while_judging", True, detail=(
-            f"frozen {p.pauses} time(s) while the judge renewed inputs and timed baselines (longest freeze "
+            f"frozen {p.pauses} time(s) while the judge wrote inputs and timed baselines (longest freeze "
             f"{p.longest_ms:.2g} ms)"))
 
     def _sealed_outcome(self) -> GuardOutcome:
