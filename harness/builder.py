@@ -30,12 +30,13 @@ from .builds import (
     _file_hashes,
     _filed,
     _source_lock,
+    build_marker,
     pch_dir,
 )
 from .candidate.load import source_hash
 from .children import Setup
 from .measure.device import usable_cpus
-from .sandbox import own, run_module
+from .sandbox import own, read_bounded, run_module
 
 
 class Builder:
@@ -63,7 +64,7 @@ class Builder:
         if not _builds_ahead(source):
             return BuildResult(True, 0.0, "", False)
         ext = self.extensions_dir(source)
-        marker = ext / ".built-ok"
+        marker = build_marker(ext)
         if _filed(ext, marker):
             return BuildResult(True, 0.0, "", True)
         # One build per source at a time across evaluators and processes sharing the cache.
@@ -127,10 +128,8 @@ class Builder:
         shim are taken: the build chose the flags (they are part of the PCH's key), never the program."""
         root = pch_dir()
         shim = build_env(root, None).get("CXX") if root is not None else None
-        try:
-            lines = requests.read_text()[:65536].splitlines()[:4] if shim else []
-        except OSError:
-            return
+        # the build's folder: read as a file candidate code may have replaced (a FIFO, a symlink to /dev/zero)
+        lines = read_bounded(requests, 65536).decode("utf-8", "replace").splitlines()[:4] if shim else []
         for line in lines:
             try:
                 req = json.loads(line)
