@@ -27,8 +27,10 @@ from .builds import (
     _build_environment,
     _builds_ahead,
     _clear_torch_batons,
+    _empty,
     _file_hashes,
     _filed,
+    _folder_bytes,
     _source_lock,
     build_marker,
     pch_dir,
@@ -105,6 +107,14 @@ class Builder:
                          timeout_s=setup.settings.build_timeout_s, max_file_bytes=setup.settings.max_output_file_bytes,
                          niceness=setup.settings.build_niceness, memory_cap=setup.settings.memory_limit_bytes)
         own(ext, 0)
+        # The cache keeps the folder for good and copies it into every evaluation of this source: what a build leaves
+        # there is bounded (a build once left 300 MB of ballast, and nothing bounded how much more).
+        left = _folder_bytes(ext)
+        if left > setup.settings.max_build_folder_bytes:
+            _empty(ext)
+            shutil.rmtree(work, ignore_errors=True)
+            return BuildResult(False, res.seconds, f"the build left {left / 2**20:.0f} MiB in its extensions folder, "
+                               "over the limit (EvalSettings.max_build_folder_bytes)", False)
         # A build process that ended after the import succeeded ended in the constructor run after it, which the
         # evaluation runs again and reports: not a compile error.
         imported = (work / IMPORTED_MARKER).exists()

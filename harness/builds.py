@@ -128,10 +128,25 @@ def _special(folder: str, names: list[str]) -> set[str]:
 _NOT_COPIED = shutil.ignore_patterns(".kv-build.lock", ".built-ok", "lock")
 
 
+def _folder_bytes(folder: Path) -> int:
+    """Apparent size of everything under ``folder`` (a sparse file counted whole: a copy writes it whole), links not
+    followed."""
+    total = 0
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in (*dirnames, *filenames):
+            with contextlib.suppress(OSError):
+                total += os.lstat(os.path.join(dirpath, name)).st_size
+    return total
+
+
+def _empty(folder: Path) -> None:
+    for p in folder.iterdir():
+        shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+
+
 def _copy_build(ext: Path, dest: Path, uid: int) -> None:
     """``ext``'s files into ``dest`` (emptied first), times kept so ninja finds them up to date, given to ``uid``."""
-    for p in dest.iterdir():
-        shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+    _empty(dest)
     shutil.copytree(ext, dest, dirs_exist_ok=True, symlinks=True,
                     ignore=lambda d, names: _NOT_COPIED(d, names) | _special(d, names))
     own(dest, uid)

@@ -134,3 +134,28 @@ def test_a_builds_links_and_fifos_in_its_folders_are_never_followed(ev, tmp_path
     ext = ev.extensions_dir(source)
     assert build_marker(ext).is_file() and not build_marker(ext).is_symlink()
     assert _correct(_evaluate(ev, HONEST_PRINTS.replace("@TOKEN@", "twin") + "# load_inline\n"))
+
+
+BALLAST = """import os
+import torch
+import torch.nn as nn
+if os.environ.get("KV_PCH_REQUESTS"):  # the build only: its extensions folder, kept in the shared cache
+    for i in range(3):
+        with open(f"/tmp/kv-ext/ballast{i}.bin", "wb") as f:
+            f.write(os.urandom(4 << 20))
+""" + RELU
+
+
+def test_what_a_build_leaves_in_the_shared_cache_is_bounded(ev):
+    settings = ev.settings
+    ev.settings = settings.model_copy(update={"max_build_folder_bytes": 8 << 20})
+    try:
+        source = BALLAST.replace("nn.Module):", "nn.Module):  # load_inline", 1)
+        r = _evaluate(ev, source)
+        assert r.record.status == "compile_error" and "max_build_folder_bytes" in (r.record.error or ""), \
+            (r.record.status, r.record.error)
+        assert not any(ev.extensions_dir(source).iterdir()), "the ballast stayed in the cache"
+        twin = _evaluate(ev, HONEST_PRINTS.replace("@TOKEN@", "small build") + "# load_inline\n")
+        assert _correct(twin), (twin.record.status, twin.record.error)
+    finally:
+        ev.settings = settings
