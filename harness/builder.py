@@ -27,15 +27,18 @@ from .builds import (
     _build_environment,
     _builds_ahead,
     _clear_torch_batons,
+    _empty,
     _file_hashes,
     _filed,
+    _folder_bytes,
     _source_lock,
+    build_marker,
     pch_dir,
 )
 from .candidate.load import source_hash
 from .children import Setup
 from .measure.device import usable_cpus
-from .sandbox import own, run_module
+from .sandbox import own, read_bounded, run_module
 
 
 class Builder:
@@ -63,7 +66,7 @@ class Builder:
         if not _builds_ahead(source):
             return BuildResult(True, 0.0, "", False)
         ext = self.extensions_dir(source)
-        marker = ext / ".built-ok"
+        marker = build_marker(ext)
         if _filed(ext, marker):
             return BuildResult(True, 0.0, "", True)
         # One build per source at a time across evaluators and processes sharing the cache.
@@ -104,6 +107,14 @@ class Builder:
                          timeout_s=setup.settings.build_timeout_s, max_file_bytes=setup.settings.max_output_file_bytes,
                          niceness=setup.settings.build_niceness, memory_cap=setup.settings.memory_limit_bytes)
         own(ext, 0)
+        # The cache keeps the folder for good and copies it into every evaluation of this source: what a build leaves
+        # there is bounded (a build once left 300 MB of ballast, and nothing bounded how much more).
+        left = _folder_bytes(ext)
+        if left > setup.settings.max_build_folder_bytes:
+            _empty(ext)
+            shutil.rmtree(work, ignore_errors=True)
+            return BuildResult(False, res.seconds, f"the build left {left / 2**20:.0f} MiB in its extensions folder, "
+                               "over the limit (EvalSettings.max_build_folder_bytes)", False)
         # A build process that ended after the import succeeded ended in the constructor run after it, which the
         # evaluation runs again and reports: not a compile error.
         imported = (work / IMPORTED_MARKER).exists()
@@ -127,10 +138,8 @@ class Builder:
         shim are taken: the build chose the flags (they are part of the PCH's key), never the program."""
         root = pch_dir()
         shim = build_env(root, None).get("CXX") if root is not None else None
-        try:
-            lines = requests.read_text()[:65536].splitlines()[:4] if shim else []
-        except OSError:
-            return
+        # the build's folder: read as a file candidate code may have replaced (a FIFO, a symlink to /dev/zero)
+        lines = read_bounded(requests, 65536).decode("utf-8", "replace").splitlines()[:4] if shim else []
         for line in lines:
             try:
                 req = json.loads(line)

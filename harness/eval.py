@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import re
 import sys
 import time
 from datetime import UTC, datetime
@@ -54,7 +55,17 @@ def render_table(ev) -> str:
         lines.append(f"shapes: {line}" if i == 0 else f"    {line}")
     if rec.error and rec.status != "ok":
         lines.append("error:\n" + "\n".join("    " + x for x in rec.error.strip().splitlines()[-15:]))
-    return "\n".join(lines)
+    return printable("\n".join(lines))
+
+
+# Control characters but newline and tab: a candidate's error text and reasons reach the terminal through this table,
+# and escape sequences in them once moved the cursor back over the verdict lines to rewrite them.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character shown escaped (``\\x1b``), never sent to the terminal."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def provenance_notes(rec) -> list[str]:

@@ -16,6 +16,7 @@ import torch
 
 import harness
 from harness import EvalSettings
+from harness.builds import build_marker
 from harness.judge.judge import check_probability, naive_floor, timing_floor
 from harness.judge.params import map_parameters
 
@@ -726,7 +727,7 @@ def test_a_stale_build_still_rebuilds_in_the_candidate_process(tmp_path):
     with harness.Evaluator("cpu", "small", settings=SETTINGS, cache_dir=tmp_path / "cache") as e:
         ext = e.extensions_dir(src)
         ext.mkdir(parents=True, exist_ok=True)
-        (ext / ".built-ok").write_text("built elsewhere")  # the build step trusts it; the candidate's import does not
+        build_marker(ext).write_text("built elsewhere")  # the build step trusts it; the candidate's import does not
         r = e.evaluate(src, RELU)
         assert _verdicts(r) == ("correct", "correct"), r.record.error
 

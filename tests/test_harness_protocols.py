@@ -290,3 +290,17 @@ def test_an_all_zero_output_is_no_finding_where_pytorchs_own_result_is_all_zero_
     assert score(r, VERIFIED).verdict == "incorrect"  # alone, an all-zero output against a non-zero reference fails
     r.verified_trials[-1] = t.model_copy(update={"tf32_baseline_all_zero": True})
     assert score(r, VERIFIED).verdict == "correct"
+
+
+def test_the_eval_table_never_sends_a_candidates_control_characters_to_the_terminal():
+    """A candidate's error text ends the table: raw escape sequences in it could move the cursor back over the verdict
+    rows and rewrite them (red team rt-sandbox). Shown escaped; plain text, newlines and tabs as they were."""
+    from harness import Evaluation
+    from harness.eval import render_table
+
+    rec = record(verified=(("base", 1e-5),))
+    rec.status, rec.failed_phase = "runtime_error", "timing"
+    rec.error = "RuntimeError: \x1b[8A\r\x1b[2Kverified   correct   3.9x\n\tplain line"
+    table = render_table(Evaluation(record=rec, results={p.name: score(rec, p) for p in (NAIVE, VERIFIED)}))
+    assert "\x1b" not in table and "\r" not in table
+    assert "\\x1b[8A" in table and "\\x1b[2Kverified   correct   3.9x" in table and "\tplain line" in table

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import torch
 
@@ -90,3 +92,25 @@ def test_a_dim_order_that_is_no_order_of_the_shape_is_refused():
     with pytest.raises(M.ProtocolBreach):
         M.parse("output", {"type": "tensor", "shape": [2, 3], "dtype": "float32", "dim_order": [1, 2]})
     assert M.parse("output", {"type": "tensor", "shape": [2, 3], "dtype": "float32", "dim_order": [1, 0]}).dim_order == [1, 0]
+
+
+def test_the_candidate_cannot_resize_or_seal_the_shared_buffer_under_the_judge():
+    """The candidate holds a writable descriptor of the judge's buffer: shrunk, the judge's next write into its mapping
+    faulted and killed the judge (red team rt-sandbox). It may not shrink it nor add a seal; the judge still grows it,
+    also past a size the other side grew it to."""
+    import fcntl
+
+    buf = SharedBuffer.create(1 << 16)
+    other = os.dup(buf.fd)  # the candidate's copy, as passed over the socket
+    try:
+        with pytest.raises(PermissionError):
+            os.ftruncate(other, 0)
+        with pytest.raises(PermissionError):
+            fcntl.fcntl(other, fcntl.F_ADD_SEALS, fcntl.F_SEAL_GROW)
+        os.ftruncate(other, 1 << 20)  # growing harms no one; the judge's later growth must not shrink it back
+        buf.ensure(1 << 17)
+        buf.write(torch.arange(1 << 10, dtype=torch.float32), 0)
+        assert os.fstat(buf.fd).st_size == 1 << 20 and buf.size == 1 << 17
+    finally:
+        os.close(other)
+        buf.close()

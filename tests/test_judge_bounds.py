@@ -214,3 +214,36 @@ def test_shared_buffer_refuses_a_giant_descriptor_before_allocating():
         with pytest.raises(WireError):
             buf.read(desc)
     assert torch.equal(buf.read({"offset": 0, "shape": [2], "dtype": "float32"}), torch.zeros(2))
+
+
+SHRINK_INPUTS = """import os
+import torch
+import torch.nn as nn
+
+
+def _shrink():
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:kv-shm"):
+                os.ftruncate(int(fd), 0)
+        except OSError:
+            pass
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        y = torch.relu(x)
+        _shrink()
+        return y
+"""
+
+
+def test_a_candidate_cannot_shrink_the_judges_input_buffer_under_it(ev):
+    """The candidate's descriptor of the judge's input buffer once truncated it: the judge's next write faulted
+    (SIGBUS), the judge died, and the evaluation was a HarnessError (red team rt-sandbox). Now the candidate gets a
+    verdict, and the same judge serves the next candidate."""
+    ev.evaluate(HONEST, RELU)
+    pid = _judge_pid(ev)
+    r = ev.evaluate(SHRINK_INPUTS, RELU)
+    assert r.results["naive"].verdict in harness.VERDICTS and r.results["verified"].verdict in harness.VERDICTS
+    _honest_after(ev, pid)

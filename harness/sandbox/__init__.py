@@ -4,6 +4,7 @@
     seccomp  the system calls it may not make
     cgroup   its tree's memory and process limits
     launch   starting, waiting for and killing children, sandboxed or not
+    untrusted  reading a file in a folder candidate code could write
 """
 
 from .launch import (
@@ -18,7 +19,8 @@ from .launch import (
     wait_child,
 )
 from .policy import EXT_MOUNT, UID_BASE, UID_COUNT, Policy, SandboxUnavailable, own, tools
+from .untrusted import read_bounded
 
 __all__ = ["EXT_MOUNT", "UID_BASE", "UID_COUNT", "Child", "ChildResult", "Policy", "SandboxUnavailable",
-           "default_memory_limit", "kill_group", "own", "run_module", "spawn_module", "tail", "tools", "tree_rss",
+           "default_memory_limit", "kill_group", "own", "read_bounded", "run_module", "spawn_module", "tail", "tools", "tree_rss",
            "wait_child"]

@@ -25,6 +25,7 @@ from pathlib import Path
 from .cgroup import Cgroup
 from .policy import Policy, command
 from .seccomp import filter_fd
+from .untrusted import read_bounded
 
 PR_SET_PDEATHSIG = 1
 DEFAULT_PIDS_MAX = 1024  # threads and processes of one sandbox (torch's pools and a compiler's jobs fit easily)
@@ -84,14 +85,9 @@ class ChildResult:
 
 
 def tail(path: Path, nbytes: int = 4000) -> str:
-    try:
-        with path.open("rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - nbytes))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+    """The last ``nbytes`` of a child's log file. It lies in the child's own folder, where a sandboxed child may have
+    replaced it (a symlink, a FIFO): read as ``harness.sandbox.untrusted`` reads such files."""
+    return read_bounded(path, nbytes, from_end=True).decode("utf-8", "replace")
 
 
 def kill_group(proc: subprocess.Popen) -> None:

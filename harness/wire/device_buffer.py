@@ -21,6 +21,8 @@ import os
 
 import torch
 
+from .memfd import shared_memfd
+
 CU_MEM_ALLOCATION_TYPE_PINNED = 1
 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1
 CU_MEM_LOCATION_TYPE_DEVICE = 1
@@ -189,9 +191,7 @@ class HostBackedBuffer(_Mapping):
     @classmethod
     def create(cls, nbytes: int, device: int | None = None) -> HostBackedBuffer:
         size = max(2**21, (nbytes + 2**21 - 1) // 2**21 * 2**21)
-        fd = os.memfd_create("kv-dev", 0)
-        os.ftruncate(fd, size)
-        return cls(fd, size, exported=True)
+        return cls(shared_memfd("kv-dev", size, fixed=True), size, exported=True)
 
     @classmethod
     def attach(cls, fd: int, size: int, device: int | None = None) -> HostBackedBuffer:

@@ -101,6 +101,8 @@ class EvalSettings(BaseModel):
                           "0.93x/0.80x with one; benchmarks/results/cpu2core_demo_twice_*.md), torch's default on a GPU")
 
     max_output_file_bytes: int = Field(2 * 2**30, description="RLIMIT_FSIZE for the candidate process")
+    max_build_folder_bytes: int = Field(
+        2**30, description="what a build may leave in its extensions folder, which the shared cache keeps for good and copies into every evaluation of its source; more is a compile_error and the folder is emptied (a build's own files: well under 1 MiB on a CPU, tens of MB for CUDA)")
     prespawn_worker: bool | None = Field(
         None, description="start the next candidate process (Python, torch and the harness imported; no device "
                           "context, no candidate code) while the current one runs. None: on where this process may "

@@ -17,6 +17,7 @@ import torch
 
 from .conn import WireError
 from .device_buffer import DeviceBuffer, DeviceBufferError, emulated, shared_buffer_type
+from .memfd import grow, shared_memfd
 from .messages import MAX_DIMS
 
 # dtypes that may cross; anything else is refused (the judge never getattr's a name it did not list).
@@ -70,9 +71,7 @@ class SharedBuffer:
 
     @classmethod
     def create(cls, size: int = 1 << 20, *, pin: bool = False) -> SharedBuffer:
-        fd = os.memfd_create("kv-shm", 0)
-        os.ftruncate(fd, size)
-        return cls(fd, size, pin=pin)
+        return cls(shared_memfd("kv-shm", size), size, pin=pin)
 
     def map(self, size: int) -> None:
         if size == self.size and self._mm is not None:
@@ -110,7 +109,7 @@ class SharedBuffer:
     def ensure(self, size: int) -> None:
         """Judge side: grow the file (never shrink) and remap."""
         if size > self.size:
-            os.ftruncate(self.fd, size)
+            grow(self.fd, size)
             self.map(size)
 
     def _bytes(self, offset: int, nbytes: int) -> torch.Tensor:
