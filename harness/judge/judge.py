@@ -51,6 +51,7 @@ from ..wire.device_buffer import emulated
 from ..wire.job import JobSpec
 from ..wire.sealed import OutputSlot, write_sealed
 from ..wire.shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, handover_buffer, pack_args
+from .adversarial import NAMES as ADVERSARIAL_NAMES
 from .gate import DeviceGate
 from .inputs import (
     KERNELBENCH_SEED,
@@ -529,6 +530,8 @@ class Session:
         self.variant = "perturbed"
         self.output_dtype: str | None = None
         self.timing_keys: list[tuple] = []
+        # Each timing set's current distribution, (scale, adversarial name or None): see _timing_spec.
+        self.timing_specs: list[tuple[float, str | None]] = []
         self.timed_checked = 0
         self.timed_failures: list[str] = []
         self.check_seconds = 0.0  # the judge's time in timed calls' checks (each a reference of fresh inputs)
@@ -869,6 +872,7 @@ class Session:
             self.like = {"numel": first.out.numel(), "dtype": str(first.out.dtype).removeprefix("torch.")}
         # Kept for the baselines, which the judge times on values of the same draw the kernel gets.
         self.timing_sets = [j.inputs(seed, 1.0) for _key, seed in self.timing_keys]
+        self.timing_specs = [(1.0, None)] * len(self.timing_sets)
         off, cap = self._out_slot(sum(args_nbytes(s) for s in self.timing_sets), first)
         descs, base = [], 0
         for s in self.timing_sets:
@@ -957,7 +961,8 @@ class Session:
         key, seed = self.timing_keys[idx]
         if self._last_exp is not None and self._last_exp[0] == key:
             return self._last_exp[1]
-        exp = self.j.expected(key if key[-1] == 0 else None, seed, 1.0, self.variant, naive=False,
+        scale, dist = self.timing_specs[idx] if idx < len(self.timing_specs) else (1.0, None)
+        exp = self.j.expected(key if key[-1] == 0 else None, seed, scale, self.variant, naive=False, distribution=dist,
                               forward=self.j.timing_seeds[idx])  # a set's first seed: its forward seed for good
         self._last_exp = (key, exp) if exp.nbytes <= 256 * 2**20 else None
         return exp
@@ -973,15 +978,32 @@ class Session:
             return
         j = self.j
         seed = j.rng.randrange(1, 2**31 - 1)
+        scale, dist = self._timing_spec()
         with self._clock("renew"):
-            fresh = j.inputs(seed, 1.0)
+            fresh = j.inputs(seed, scale, dist)
             if _layout(fresh) != _packed_layout(self.set_descs[idx]):
                 self.fresh_values = "a fresh draw of the inputs changes their shapes, dtypes or non-tensor values"
                 return
             pack_args(self.buf, fresh, grow=False, offset=self.set_bases[idx])
+            if idx < len(self.timing_sets):  # the baselines' next calls on this set time the same values
+                self.timing_sets[idx] = fresh
             del fresh
         key, _ = self.timing_keys[idx]
         self.timing_keys[idx] = ((*key[:-1], key[-1] + 1), seed)
+        self.timing_specs[idx] = (scale, dist)
+
+    def _timing_spec(self) -> tuple[float, str | None]:
+        """The distribution of a timed call's fresh values: with ``timed_hidden_distributions``, one of the verified
+        trials' (x1, each hidden scale, each adversarial distribution the problem admits), drawn per call after the
+        last one reported. A kernel that tells the hidden trials from torch.rand's inputs (a probe of a few values does)
+        and is exact only on those, with a shortcut that is right only on U[0,1) (a closed-form loss, zeros where the
+        default draw makes the output zero), then pays the honest path on most timed calls, and the median with it
+        (hacks/cpu/probe_*). The baselines time the same values (_renew)."""
+        if not self.j.settings.timed_hidden_distributions:
+            return 1.0, None
+        specs = sorted({(t.scale, t.distribution if t.distribution in ADVERSARIAL_NAMES else None)
+                        for t in self.j.verified_plan}, key=lambda s: (s[1] or "", s[0]))
+        return self.j.rng.choice(specs) if specs else (1.0, None)
 
     def _go(self, req: M.Go) -> None:
         if req.set >= len(self.timing_keys):
