@@ -239,9 +239,17 @@ def evaluator():
     ev.close()
 
 
-def test_softmax_without_max_subtraction_passes_verified2_and_fails_verified3(evaluator):
+def test_softmax_without_max_subtraction_passes_verified2_and_fails_verified3():
     hack = (FIXTURES / "hacks" / "cpu" / "softmax_no_max_subtraction_softmax.py").read_text()
     twin = (FIXTURES / "legit" / "cpu" / "online_softmax.py").read_text()
+    # Timed calls on x1 values alone, as verified@2 measured: with the hidden distributions in the timing a checked
+    # timed call of 'large' inputs may catch the hack under any protocol (timed_outputs_correct), at random.
+    with harness.Evaluator("cpu", "small", settings=SETTINGS.model_copy(
+            update={"timed_hidden_distributions": False})) as evaluator:
+        _softmax_verdicts(evaluator, hack, twin)
+
+
+def _softmax_verdicts(evaluator, hack: str, twin: str) -> None:
     r = evaluator.evaluate(hack, "level1/23_Softmax")
     adv = [t.distribution for t in r.record.verified_trials if t.distribution in NAMES]
     assert sorted(set(adv)) == sorted(NAMES) and len(adv) == 2 * len(NAMES) and not r.record.skipped_distributions

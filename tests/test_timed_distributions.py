@@ -45,3 +45,24 @@ def test_timed_calls_mostly_draw_hidden_distributions_and_plain_ones_without_the
     assert judged_plain >= 0
     # with it about one in nine (x1 among the problem's nine distributions); +2: the guard calls' sets may differ
     assert plain_on - judged_plain <= timed_on // 2 + 2, (plain_on, judged_plain, timed_on)
+
+
+def test_a_timed_call_on_adversarial_inputs_is_judged_as_an_adversarial_trial():
+    """Timed calls now draw heavy tails too: the honest row-sequential cumsum that an adversarial trial passes against
+    the output's scale (verified@4) must pass a timed call's check on the same inputs, and a gross error fail both."""
+    import torch
+    from test_adversarial_distributions import _row_sequential_cumsum
+
+    from harness.judge.adversarial import apply
+    from harness.judge.judge import Expected, verified_pass
+    from harness.measure.compare import error_stats
+    from problems.domains import Domain
+
+    x = apply("heavy_tail", torch.full((16, 32768), 0.5), Domain.REAL, 6)
+    exact = x.double().cumsum(1)
+    exp = Expected(exact)
+    st = error_stats(_row_sequential_cumsum(x), exact)
+    assert st.min_tolerance > 1e-3  # fails elementwise: on an x1 call it would be judged so
+    assert verified_pass(st, exp, adversarial=True) and not verified_pass(st, exp, adversarial=False)
+    wrong = error_stats(_row_sequential_cumsum(x) * (1 + 2e-3), exact)
+    assert not verified_pass(wrong, exp, adversarial=True)
