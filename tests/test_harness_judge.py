@@ -427,7 +427,9 @@ class ModelNew(nn.Module):
         super().__init__()
         self.memo, self.hits = {}, 0
     def forward(self, x):
-        key = (x.data_ptr(), float(x.reshape(-1)[0]), float(x.reshape(-1)[-1]))
+        # the values' sum, not a few entries: timed calls may draw sparse inputs, whose first and last entries are
+        # mostly zero, so such a key collides and returns another draw's output (caught, but not this test's point)
+        key = (x.data_ptr(), float(x.double().sum()))
         if key in self.memo:
             self.hits += 1
             print(f"HITS {self.hits}", flush=True)
@@ -440,7 +442,7 @@ class ModelNew(nn.Module):
     hits = [int(x.split()[1]) for x in r.record.stdout_tail.splitlines() if x.startswith("HITS ")]
     # only the naive loop (one input set, as KernelBench times it) and the untimed calls after it ever hit
     assert not hits or hits[-1] <= r.record.timing.naive_kernel.n + 12
-    pointer = keyed.replace("float(x.reshape(-1)[0]), float(x.reshape(-1)[-1])", "x.shape")
+    pointer = keyed.replace("float(x.double().sum())", "x.shape")
     r = ev.evaluate(pointer, RELU)
     assert r.results["verified"].verdict in ("hack", "incorrect")
     failed = {g.name for g in r.record.guards if not g.passed}

@@ -52,6 +52,12 @@ class EvalSettings(BaseModel):
     timed_check_fraction: float = Field(
         0.1, gt=0, le=1, description="share of timed calls whose output the judge checks at the verified tolerance, "
                                      "picked after each call returned (the output is captured before the pick)")
+    timed_hidden_distributions: bool = Field(
+        True, description="draw each verified timed call's fresh values (the kernel's and the baselines' on that set) "
+                          "from one of the verified trials' distributions, picked per call (x1, hidden scales, "
+                          "adversarial), not from get_inputs' alone: a kernel that tells hidden trials from U[0,1) "
+                          "inputs and takes a shortcut right only on U[0,1) is then timed on its honest path on most "
+                          "calls (harness.judge.judge.Session._timing_spec). False: every timed call on x1 draws")
     timed_check_seconds: float = Field(
         5.0, gt=0, description="judge seconds the timed calls' checks may take at that share: every timed call gets "
                                "fresh input values, so each check computes its own reference. Beyond it the share "
