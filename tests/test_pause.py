@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from types import SimpleNamespace
 
@@ -168,3 +169,35 @@ def test_no_process_of_the_candidate_sees_input_values_land(monkeypatch):
     g = next(g for g in unpaused.record.guards if g.name == "paused_while_judging")
     assert not g.applicable
     assert unpaused.results["verified"].verdict == "incorrect"
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a cgroup needs root (CI runs as root)")
+def test_a_tree_left_frozen_is_still_ended(tmp_path):
+    """A judge that dies mid-pause leaves the candidate's tree frozen: ending the candidate must not hang on it."""
+    from harness.sandbox.launch import Child
+    cg = Cgroup.create(f"test-pause-end-{os.getpid()}", 2**30, 64)
+    assert cg is not None and cg.freeze_files() is not None
+    counter = tmp_path / "counter"
+    counter.write_bytes(bytes(8))
+    proc = subprocess.Popen([sys.executable, "-c", SPINNER, str(counter)], start_new_session=True)
+    for f in cg.procs_files():
+        with open(f, "w") as fh:
+            fh.write(str(proc.pid))
+    kind, fds = _open_freezer(SimpleNamespace(cgroup=cg))
+    pause = Pause(kind, fds)
+    pause._set(True)  # frozen, and never thawed by the judge
+    deadline = time.monotonic() + 5
+    while not pause._frozen() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert pause._frozen()
+    pause.close()
+    ender = threading.Thread(target=Child(proc, tmp_path / "out", tmp_path / "err", time.perf_counter(), cg).end,
+                             daemon=True)
+    ender.start()
+    ender.join(timeout=10)
+    if ender.is_alive():  # hung on the frozen task: thaw it so the test run can go on, then fail
+        cg.thaw()
+        ender.join(timeout=10)
+        pytest.fail("ending a frozen candidate hung until it was thawed")
+    assert proc.returncode is not None
+    assert not any(d.exists() for d in cg.dirs.values())

@@ -113,6 +113,8 @@ class Child:
 
     def end(self) -> None:
         """Kill what is left of it (its group, and its cgroup's processes) and collect it."""
+        if self.cgroup is not None:  # a judge that died mid-pause left the tree frozen: thawed, it can die
+            self.cgroup.thaw()
         kill_group(self.proc)
         self.proc.wait()
         if self.cgroup is not None:
