@@ -1045,14 +1045,16 @@ class Session:
             p = min(p, 4.0 / most_timed_calls(s))
         slot, self.slot = self.slot, None
         self._note_seal(req.output, slot, f"timed call {self.timed_calls_reported} (set {idx})")
-        try:
-            if self.j.rng.random() < p:
-                self._check_timed(req.output, idx, slot)
-        finally:
-            if slot is not None:
-                slot.close()
-        with self._clock("calibration"):  # two per call: the calibration's low quantile is the steadier for it
-            self.calibration_ms += [self._calibrate(), self._calibrate()]
+        # Paused: nothing of the candidate's contends with the calibration (which would enlarge what it explains).
+        with self._paused("checking a timed call and calibrating"):
+            try:
+                if self.j.rng.random() < p:
+                    self._check_timed(req.output, idx, slot)
+            finally:
+                if slot is not None:
+                    slot.close()
+            with self._clock("calibration"):  # two per call: the calibration's low quantile is the steadier for it
+                self.calibration_ms += [self._calibrate(), self._calibrate()]
         fields, fds = self._offer_slot(self.out_cap, self.out_bytes)  # the next timed call's output file
         self._send("ok", fields, fds=fds)
 
@@ -1229,7 +1231,8 @@ class Session:
                 f"the candidate's processes did not stop within {DEADLINE_S * 1e3:.0f} ms of the freezer's request "
                 f"({len(p.failures)} of {p.pauses} pauses), while the judge was " + "; ".join(dict.fromkeys(p.failures))))
         return outcome("paused_while_judging", True, detail=(
-            f"frozen {p.pauses} time(s) while the judge wrote inputs and timed baselines (longest freeze "
+            f"frozen {p.pauses} time(s) while the judge wrote inputs, checked and calibrated, and timed baselines (longest "
+            f"freeze "
             f"{p.longest_ms:.2g} ms)"))
 
     def _sealed_outcome(self) -> GuardOutcome:

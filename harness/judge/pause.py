@@ -4,7 +4,8 @@ Between a timed call's report and the next call's release the candidate's worker
 process or thread of the candidate does not have to. While the judge writes the next call's fresh input values into
 the buffer the candidate maps, such a helper can read them as they land and compute the call's answer before the
 judge's clock starts (``open_attacks``' prerelease helper: 1.3-1.5x on a CPU); while the judge times the baselines, it
-can contend with them. The judge therefore pauses the tree for both: the guarantee is the kernel's cgroup freezer
+can contend with them, and with the calibration the judge samples between calls. The judge therefore pauses the tree
+for all three: the guarantee is the kernel's cgroup freezer
 (no task of a frozen cgroup runs, in user space or kernel, until thawed; ``harness.sandbox.cgroup`` puts every
 process the sandbox starts in the cgroup, and the candidate cannot leave it), reached through descriptors the
 evaluator opened and passed to this process alone. An honest worker, blocked on the judge, freezes in ~0.2 ms.

@@ -48,8 +48,8 @@ GUARDS: tuple[Guard, ...] = (
     Guard("sealed_handover", "hack", "tampering", "judge", "any",
           "an output still writable when its call's report arrived (a process or thread kept a mapping to write late)"),
     Guard("paused_while_judging", "hack", "tampering", "judge", "timing",
-          "a process of the candidate's kept running after the judge froze its tree (cgroup freezer) to renew a timed "
-          "call's inputs or time the baselines"),
+          "a process of the candidate's kept running after the judge froze its tree (cgroup freezer) to write inputs, "
+          "calibrate or time the baselines"),
     Guard("timed_outputs_correct", "hack", "consistency", "judge", "timing",
           "timed calls, checked on a sample picked after each returned, miss the verified tolerance"),
     Guard("same_pointer_new_contents", "hack", "consistency", "judge", "timing",
