@@ -43,6 +43,34 @@ def _read_int(path: Path, key: str | None = None) -> int | None:
     return None
 
 
+_swept = False
+
+
+def _group_dirs() -> list[Path]:
+    """The folders under which sandboxes' cgroups are made (one per v1 controller, one on v2)."""
+    if (ROOT / "cgroup.controllers").exists():
+        return [ROOT / GROUP]
+    return [ROOT / ctl / GROUP for ctl in ("memory", "pids", "freezer")]
+
+
+def sweep_stale() -> int:
+    """Remove the empty cgroups of evaluators that are gone (a name starts with its maker's pid; an evaluator killed
+    outright never removes its own). A live maker's, or one with a process left in it, stays. Returns how many went."""
+    removed = 0
+    for parent in _group_dirs():
+        with contextlib.suppress(OSError):
+            for d in parent.iterdir():
+                maker = d.name.split("-", 1)[0]
+                if not d.is_dir() or not maker.isdigit() or Path(f"/proc/{maker}").exists():
+                    continue
+                with contextlib.suppress(OSError):
+                    if (d / "cgroup.procs").read_text().strip():
+                        continue
+                    d.rmdir()
+                    removed += 1
+    return removed
+
+
 class Cgroup:
     """One sandbox's cgroup (one folder per controller on v1, one on v2)."""
 
@@ -51,6 +79,10 @@ class Cgroup:
 
     @classmethod
     def create(cls, name: str, memory_bytes: int, pids_max: int) -> Cgroup | None:
+        global _swept
+        if not _swept:  # once per process: what evaluators that were killed outright left behind
+            _swept = True
+            sweep_stale()
         if (ROOT / "cgroup.controllers").exists():
             parent = ROOT / GROUP
             with contextlib.suppress(OSError):
