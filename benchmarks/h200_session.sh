@@ -57,7 +57,7 @@ if [ "${STEPS:-}" = issue32 ]; then
     : "${SWEEP_STRIDE:=4}" "${SWEEP_OFFSET:=0}" "${SWEEP_DEADLINE_S:=1380}"
 fi
 if [ "${STEPS:-}" = issue29_30 ]; then
-    STEPS="witness_honest hack_suite full_size_sweep"
+    STEPS="pause_cost witness_honest hack_suite full_size_sweep"
     : "${WITNESS_SIZES:=small}" "${WITNESS_QUICK:=1}" "${SWEEP_STRIDE:=5}" "${SWEEP_DEADLINE_S:=600}"
 fi
 for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreement}; do
@@ -138,6 +138,8 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
         --out "$R" ;;
     handover) step handover python3 benchmarks/handover.py --problems 1/7,1/9 --problems-dir "${CORPUS:?}/problems" \
         --reps "${HANDOVER_REPS:-1}" --out "$R" ;;
+    # Issue 30: what the judge's pause of a candidate's tree costs with CUDA initialised in it (a GPU worker's threads).
+    pause_cost) step pause_cost python3 benchmarks/pause_cost.py --cuda --out "$R" ;;
     strip_slice) step strip_slice python3 benchmarks/strip_run.py "$R/run" "$R/corpus_slice" ;;
     *) echo "unknown step $name" >>"$R/steps.log" ;;
     esac
