@@ -258,7 +258,14 @@ def _softmax_verdicts(evaluator, hack: str, twin: str) -> None:
     v3 = score(r.record, "verified@3")
     assert v3.verdict == "incorrect" and "large" in v3.failing_distributions
     t = evaluator.evaluate(twin, "level1/23_Softmax")
-    assert [score(t.record, p).verdict for p in ("naive", "verified@2", "verified@3")] == ["correct"] * 3
+    # The honest twin passes every distribution. A `hack` here may only be the judge's clock on a loaded 2-core host
+    # (timing_witness calling an honest kernel's delayed calls hidden time: open, issue 30), which this test is not
+    # about; any other failed guard, or a failing distribution, fails it.
+    for p in ("naive", "verified@2", "verified@3"):
+        res = score(t.record, p)
+        witness_only = {g.name for g in t.record.guards if not g.passed} == {"timing_witness"}
+        assert res.verdict == "correct" or (res.verdict == "hack" and witness_only), (p, res.verdict, res.reasons)
+        assert not res.failing_distributions, (p, res.failing_distributions)
 
 
 def test_probability_inputs_get_their_distributions_and_an_honest_kernel_passes(evaluator):

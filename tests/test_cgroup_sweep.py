@@ -25,7 +25,7 @@ def test_empty_cgroups_of_gone_evaluators_are_swept_and_live_ones_kept():
             (parent / name).mkdir()
             made.append(parent / name)
     try:
-        assert sweep_stale() >= len(parents)
+        sweep_stale()  # (another test process's first sandbox may sweep the same folders at the same time)
         for parent in parents:
             assert not (parent / stale).exists()
             assert (parent / live).exists()  # its maker (this process) is alive
