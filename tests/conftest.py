@@ -37,6 +37,22 @@ def llm_server(monkeypatch):
         yield srv
 
 
+@contextlib.contextmanager
+def private_cache_evaluator(root: Path, settings):
+    """A CPU small-size evaluator whose build cache, PCH and object caches all lie under ``root``: what a test's
+    candidates do there touches no cache of the machine's."""
+    import harness
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("KV_PCH_DIR", str(root / "pch"))
+        mp.setenv("KV_OBJECT_CACHE_DIR", str(root / "objects"))
+        ev = harness.Evaluator("cpu", "small", settings=settings, cache_dir=root / "cache")
+        try:
+            yield ev
+        finally:
+            ev.close()
+
+
 @pytest.fixture
 def fast_models_toml(tmp_path) -> Path:
     """A models.toml with the gpt/claude aliases and millisecond retry backoffs (tests/fake_llm_server.FAST_CONFIG)."""

@@ -36,6 +36,7 @@ import pytest
 
 import harness
 from harness import EvalSettings
+from tests.conftest import private_cache_evaluator
 
 PROBLEM = "level1/19_ReLU"
 REPO = Path(__file__).resolve().parent.parent
@@ -95,16 +96,10 @@ class Ctx:
 @pytest.fixture(scope="module")
 def ctx(tmp_path_factory):
     root = tmp_path_factory.mktemp("sandbox-attacks")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("KV_PCH_DIR", str(root / "pch"))
-        mp.setenv("KV_OBJECT_CACHE_DIR", str(root / "objects"))
-        ev = harness.Evaluator("cpu", "small", settings=SETTINGS, cache_dir=root / "cache")
-        try:
-            c = Ctx(ev, root)
-            assert_honest(c, "warm-up: the judge and a spare worker run before any attack")
-            yield c
-        finally:
-            ev.close()
+    with private_cache_evaluator(root, SETTINGS) as ev:
+        c = Ctx(ev, root)
+        assert_honest(c, "warm-up: the judge and a spare worker run before any attack")
+        yield c
 
 
 def _why(r) -> str:

@@ -20,6 +20,7 @@ import pytest
 import harness
 from harness import EvalSettings
 from harness.builds import build_marker
+from tests.conftest import private_cache_evaluator
 
 PROBLEM = "level1/19_ReLU"
 SETTINGS = EvalSettings(naive_timing_trials=20, verified_min_iters=5, verified_max_iters=20,
@@ -70,15 +71,8 @@ if os.environ.get("KV_PCH_REQUESTS"):  # only the build gets it
 
 @pytest.fixture(scope="module")
 def ev(tmp_path_factory):
-    root = tmp_path_factory.mktemp("parent-files")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("KV_PCH_DIR", str(root / "pch"))
-        mp.setenv("KV_OBJECT_CACHE_DIR", str(root / "objects"))
-        e = harness.Evaluator("cpu", "small", settings=SETTINGS, cache_dir=root / "cache")
-        try:
-            yield e
-        finally:
-            e.close()
+    with private_cache_evaluator(tmp_path_factory.mktemp("parent-files"), SETTINGS) as e:
+        yield e
 
 
 def _evaluate(e: harness.Evaluator, source: str, limit_s: float = 240.0):

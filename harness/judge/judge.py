@@ -528,7 +528,7 @@ class Session:
 
     def __init__(self, judge: Judge, conn: Conn, pause: Pause | None = None) -> None:
         self.j, self.conn = judge, conn
-        self.pause = pause  # the candidate's tree frozen while the judge renews inputs and times baselines (.pause)
+        self.pause = pause  # freezes the candidate's tree while the judge writes inputs, calibrates, times baselines
         self.buf = self._new_buffer()
         self.naive_trials: list[TrialResult] = []
         self.verified_trials: list[TrialResult] = []
@@ -537,8 +537,10 @@ class Session:
         self.variant = "perturbed"
         self.output_dtype: str | None = None
         self.timing_keys: list[tuple] = []
-        # Each timing set's current distribution, (scale, adversarial name or None): see _timing_spec.
+        # Each timing set's current distribution, (scale, adversarial name or None), and those a renewal draws from:
+        # see _timing_spec.
         self.timing_specs: list[tuple[float, str | None]] = []
+        self.timing_choices: list[tuple[float, str | None]] = []
         self.timed_checked = 0
         self.timed_failures: list[str] = []
         self.check_seconds = 0.0  # the judge's time in timed calls' checks (each a reference of fresh inputs)
@@ -881,6 +883,8 @@ class Session:
         # Kept for the baselines, which the judge times on values of the same draw the kernel gets.
         self.timing_sets = [j.inputs(seed, 1.0) for _key, seed in self.timing_keys]
         self.timing_specs = [(1.0, None)] * len(self.timing_sets)
+        self.timing_choices = sorted({(t.scale, t.distribution if t.distribution in ADVERSARIAL_NAMES else None)
+                                      for t in j.verified_plan}, key=lambda s: (s[1] or "", s[0]))
         off, cap = self._out_slot(sum(args_nbytes(s) for s in self.timing_sets), first)
         descs, base = [], 0
         with self._paused("placing the timing sets"):
@@ -970,7 +974,7 @@ class Session:
         key, seed = self.timing_keys[idx]
         if self._last_exp is not None and self._last_exp[0] == key:
             return self._last_exp[1]
-        scale, dist = self.timing_specs[idx] if idx < len(self.timing_specs) else (1.0, None)
+        scale, dist = self._spec(idx)
         exp = self.j.expected(key if key[-1] == 0 else None, seed, scale, self.variant, naive=False, distribution=dist,
                               forward=self.j.timing_seeds[idx])  # a set's first seed: its forward seed for good
         self._last_exp = (key, exp) if exp.nbytes <= 256 * 2**20 else None
@@ -1008,11 +1012,13 @@ class Session:
         and is exact only on those, with a shortcut that is right only on U[0,1) (a closed-form loss, zeros where the
         default draw makes the output zero), then pays the honest path on most timed calls, and the median with it
         (hacks/cpu/probe_*). The baselines time the same values (_renew)."""
-        if not self.j.settings.timed_hidden_distributions:
+        if not self.j.settings.timed_hidden_distributions or not self.timing_choices:
             return 1.0, None
-        specs = sorted({(t.scale, t.distribution if t.distribution in ADVERSARIAL_NAMES else None)
-                        for t in self.j.verified_plan}, key=lambda s: (s[1] or "", s[0]))
-        return self.j.rng.choice(specs) if specs else (1.0, None)
+        return self.j.rng.choice(self.timing_choices)
+
+    def _spec(self, idx: int) -> tuple[float, str | None]:
+        """Timing set ``idx``'s current distribution (x1 before its first renewal)."""
+        return self.timing_specs[idx] if idx < len(self.timing_specs) else (1.0, None)
 
     def _go(self, req: M.Go) -> None:
         if req.set >= len(self.timing_keys):
@@ -1075,7 +1081,7 @@ class Session:
         if exp.nonfinite:  # as a trial whose reference is NaN/Inf (fp16 past 65504 on a hidden draw): not counted
             return
         self.timed_checked += 1
-        adversarial = idx < len(self.timing_specs) and self.timing_specs[idx][1] is not None
+        adversarial = self._spec(idx)[1] is not None
         if exc is not None or st is None or not verified_pass(st, exp, self.j.precision, adversarial):
             why = exc[-200:] if exc else (_why_failed(st, exp) if st else "no output")
             self.timed_failures.append(f"timed call on set {idx}: {why}")
@@ -1160,7 +1166,7 @@ class Session:
         self._send("check", {"check": True, **fields}, fds=fds)
         st, exc = self._receive_output(self.out_off, self.out_cap, exp, f"the {name} check's call")
         # Set idx's values come from a hidden distribution like a timed call's (_timing_spec): judged as such a call is.
-        adversarial = idx < len(self.timing_specs) and self.timing_specs[idx][1] is not None
+        adversarial = self._spec(idx)[1] is not None
         ok = exc is None and st is not None and (exp.nonfinite or verified_pass(st, exp, self.j.precision, adversarial))
         detail = "" if ok else (
             f"inputs rewritten in place with new values, call raised: {exc[-200:]}" if exc else
@@ -1224,16 +1230,15 @@ class Session:
         p = self.pause
         if p is None or not p.pauses:
             return outcome("paused_while_judging", True, applicable=False, detail=(
-                "no cgroup freezer here: the candidate's other processes could run while the judge renewed inputs "
-                "and timed baselines" if p is None else "nothing timed"))
+                "no cgroup freezer here: the candidate's other processes could run while the judge wrote inputs, "
+                "calibrated and timed baselines" if p is None else "nothing timed"))
         if p.failures:
             return outcome("paused_while_judging", False, detail=(
                 f"the candidate's processes did not stop within {DEADLINE_S * 1e3:.0f} ms of the freezer's request "
                 f"({len(p.failures)} of {p.pauses} pauses), while the judge was " + "; ".join(dict.fromkeys(p.failures))))
         return outcome("paused_while_judging", True, detail=(
-            f"frozen {p.pauses} time(s) while the judge wrote inputs, checked and calibrated, and timed baselines (longest "
-            f"freeze "
-            f"{p.longest_ms:.2g} ms)"))
+            f"frozen {p.pauses} time(s) while the judge wrote inputs, checked and calibrated, and timed baselines "
+            f"(longest freeze {p.longest_ms:.2g} ms)"))
 
     def _sealed_outcome(self) -> GuardOutcome:
         if not self.sealing:

@@ -22,6 +22,8 @@ import os
 import time
 from collections.abc import Iterator
 
+from ..sandbox.cgroup import FREEZER_WRITES
+
 # Generous: an honest worker blocked on the judge freezes in ~0.2 ms, but a task in an uninterruptible wait (a device
 # driver's, on a GPU host: not measured yet) freezes only when the wait ends.
 DEADLINE_S = 1.0
@@ -32,7 +34,7 @@ class Pause:
     ``cgroup.freeze`` and ``cgroup.events``."""
 
     def __init__(self, kind: str, fds: list[int]) -> None:
-        if kind not in ("v1", "v2") or len(fds) != (1 if kind == "v1" else 2):
+        if kind not in FREEZER_WRITES or len(fds) != (1 if kind == "v1" else 2):
             raise ValueError(f"no freezer of kind {kind!r} with {len(fds)} descriptor(s)")
         self.kind, self.fds = kind, fds
         self.pauses = 0
@@ -45,10 +47,8 @@ class Pause:
         return b"frozen 1" in os.pread(self.fds[1], 256, 0)
 
     def _set(self, frozen: bool) -> None:
-        if self.kind == "v1":
-            os.pwrite(self.fds[0], b"FROZEN" if frozen else b"THAWED", 0)
-        else:
-            os.pwrite(self.fds[0], b"1" if frozen else b"0", 0)
+        freeze, thaw = FREEZER_WRITES[self.kind]
+        os.pwrite(self.fds[0], freeze if frozen else thaw, 0)
 
     @contextlib.contextmanager
     def hold(self, what: str) -> Iterator[bool]:

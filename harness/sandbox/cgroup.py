@@ -43,6 +43,11 @@ def _read_int(path: Path, key: str | None = None) -> int | None:
     return None
 
 
+# v1: the controllers a sandbox's cgroup needs, and the one it takes where the hierarchy has it (the judge's pauses).
+V1_REQUIRED, V1_OPTIONAL = ("memory", "pids"), "freezer"
+# What freezes and thaws a cgroup, written to its control file (freeze_files' first): v1's freezer.state, v2's
+# cgroup.freeze. The judge writes them through its descriptors (harness.judge.pause), the evaluator by path (thaw).
+FREEZER_WRITES = {"v1": (b"FROZEN", b"THAWED"), "v2": (b"1", b"0")}
 _swept = False
 
 
@@ -50,7 +55,7 @@ def _group_dirs() -> list[Path]:
     """The folders under which sandboxes' cgroups are made (one per v1 controller, one on v2)."""
     if (ROOT / "cgroup.controllers").exists():
         return [ROOT / GROUP]
-    return [ROOT / ctl / GROUP for ctl in ("memory", "pids", "freezer")]
+    return [ROOT / ctl / GROUP for ctl in (*V1_REQUIRED, V1_OPTIONAL)]
 
 
 def sweep_stale() -> int:
@@ -98,19 +103,20 @@ class Cgroup:
             cg = cls({"memory": d, "pids": d}, True)
         else:
             dirs = {}
-            for ctl in ("memory", "pids"):
+            for ctl in V1_REQUIRED:
                 d = ROOT / ctl / GROUP / name
                 try:
                     d.mkdir(parents=True)
                 except OSError:
                     break
                 dirs[ctl] = d
-            if len(dirs) == 2 and (ROOT / "freezer").is_dir():  # optional: the judge's pauses (freeze_files)
+            ok = len(dirs) == len(V1_REQUIRED)
+            if ok and (ROOT / V1_OPTIONAL).is_dir():  # the judge's pauses (freeze_files), where the hierarchy has it
                 with contextlib.suppress(OSError):
-                    (ROOT / "freezer" / GROUP / name).mkdir(parents=True)
-                    dirs["freezer"] = ROOT / "freezer" / GROUP / name
+                    (ROOT / V1_OPTIONAL / GROUP / name).mkdir(parents=True)
+                    dirs[V1_OPTIONAL] = ROOT / V1_OPTIONAL / GROUP / name
             cg = cls(dirs, False)
-            ok = len(dirs) >= 2 and _write(dirs["memory"] / "memory.limit_in_bytes", str(memory_bytes)) \
+            ok = ok and _write(dirs["memory"] / "memory.limit_in_bytes", str(memory_bytes)) \
                 and _write(dirs["pids"] / "pids.max", str(pids_max))
             if ok:  # swap counted with memory where the kernel accounts it
                 _write(dirs["memory"] / "memory.memsw.limit_in_bytes", str(memory_bytes))
@@ -129,7 +135,7 @@ class Cgroup:
         if self.v2:
             d = self.dirs["memory"]
             return ("v2", [d / "cgroup.freeze", d / "cgroup.events"]) if (d / "cgroup.freeze").exists() else None
-        d = self.dirs.get("freezer")
+        d = self.dirs.get(V1_OPTIONAL)
         return ("v1", [d / "freezer.state"]) if d is not None and (d / "freezer.state").exists() else None
 
     def peak_bytes(self) -> int | None:
@@ -165,10 +171,9 @@ class Cgroup:
 
     def thaw(self) -> None:
         """Undo a pause the judge left (it ended mid-pause): a frozen task cannot die, nor its folder go."""
-        if "freezer" in self.dirs:
-            _write(self.dirs["freezer"] / "freezer.state", "THAWED")
-        elif self.v2:
-            _write(self.dirs["memory"] / "cgroup.freeze", "0")
+        if (files := self.freeze_files()) is not None:
+            kind, paths = files
+            _write(paths[0], FREEZER_WRITES[kind][1].decode())
 
     def remove(self) -> None:
         self.thaw()
