@@ -15,8 +15,10 @@ from types import SimpleNamespace
 import pytest
 
 import harness
+from harness.judge import pause as judge_pause
 from harness.judge.pause import DEADLINE_S, Pause
 from harness.runner import _open_freezer
+from harness.sandbox import cgroup as sandbox_cgroup
 from harness.sandbox.cgroup import Cgroup
 
 SPINNER = textwrap.dedent("""
@@ -201,3 +203,9 @@ def test_a_tree_left_frozen_is_still_ended(tmp_path):
         pytest.fail("ending a frozen candidate hung until it was thawed")
     assert proc.returncode is not None
     assert not any(d.exists() for d in cg.dirs.values())
+
+
+def test_the_judge_and_the_evaluator_write_the_same_freezer_values():
+    """The judge freezes and the evaluator thaws through the same kernel files; each declares the writes on its side
+    of the trust boundary, so a change to one that misses the other would leave a tree frozen or never paused."""
+    assert judge_pause.FREEZER_WRITES == sandbox_cgroup.FREEZER_WRITES

@@ -46,7 +46,8 @@ def _read_int(path: Path, key: str | None = None) -> int | None:
 # v1: the controllers a sandbox's cgroup needs, and the one it takes where the hierarchy has it (the judge's pauses).
 V1_REQUIRED, V1_OPTIONAL = ("memory", "pids"), "freezer"
 # What freezes and thaws a cgroup, written to its control file (freeze_files' first): v1's freezer.state, v2's
-# cgroup.freeze. The judge writes them through its descriptors (harness.judge.pause), the evaluator by path (thaw).
+# cgroup.freeze. The judge writes them through its descriptors (harness.judge.pause keeps its own copy: it may not import
+# the launcher; tests/test_pause.py holds the two equal), the evaluator by path (thaw).
 FREEZER_WRITES = {"v1": (b"FROZEN", b"THAWED"), "v2": (b"1", b"0")}
 _swept = False
 
