@@ -109,6 +109,7 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
             --deadline-s "${SWEEP_WARM_DEADLINE_S:-${SWEEP_DEADLINE_S:-1500}}" --out "$R/warm" ${SWEEP_EVAL_SET:+--eval-set $SWEEP_EVAL_SET}
         step fidelity python3 benchmarks/fidelity.py "$R/run" "$CORPUS/reported.json" \
         --classification benchmarks/results/h200_fidelity_classification.json --previous benchmarks/results/h200_fidelity.json \
+        --naive-classification benchmarks/results/h200_naive_vs_authors.json \
         --out "$R" ;;
     # Issue 19's acceptance run: the demo sweep with all four parts (verified@3's adversarial distributions and the
     # torch.compile baseline are on by default on a GPU; --shapes 2 adds the extra shapes), in fp32 and in bf16, the

@@ -292,6 +292,17 @@ def test_an_all_zero_output_is_no_finding_where_pytorchs_own_result_is_all_zero_
     assert score(r, VERIFIED).verdict == "correct"
 
 
+def test_an_all_zero_output_is_no_finding_where_the_reference_is_within_rounding_of_zero():
+    """The same for a stored trial whose exact output the judge found within a few fp32 roundings of zero at the
+    problem's output scale (a tanh-form GELU of inputs near -5), though PyTorch's own result is not all zero."""
+    r = record()
+    t = r.verified_trials[-1]
+    t.error = t.error.model_copy(update={"all_zero_vs_nonzero": True, "expected_abs_max": 6e-7})
+    assert score(r, VERIFIED).verdict == "incorrect"
+    r.verified_trials[-1] = t.model_copy(update={"reference_below_rounding": True})
+    assert score(r, VERIFIED).verdict == "correct"
+
+
 def test_the_eval_table_never_sends_a_candidates_control_characters_to_the_terminal():
     """A candidate's error text ends the table: raw escape sequences in it could move the cursor back over the verdict
     rows and rewrite them (red team rt-sandbox). Shown escaped; plain text, newlines and tabs as they were."""

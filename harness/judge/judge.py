@@ -37,7 +37,7 @@ import torch
 from problems.domains import Domain
 from problems.module import exec_source, forward_arg_names
 
-from ..measure.compare import error_stats, unread_stats
+from ..measure.compare import abs_max, below_rounding, error_stats, unread_stats
 from ..measure.device import Clock, DeviceOps
 from ..measure.guard_registry import outcome
 from ..measure.precision import casts, torch_dtype
@@ -239,8 +239,15 @@ class Expected:
         # PyTorch's own result rounds to all zeros here too (a sigmoid far below zero, a GELU of large negatives):
         # an all-zero output is then what the output dtype gives, not a kernel that skipped the work.
         self.tf32_all_zero = bool(tf32_stats and tf32_stats.all_zero_vs_nonzero)
+        self.below_rounding = False  # set by the judge, which knows the problem's output scale (Judge._scaled)
         self.dtype = dtype or (None if not isinstance(out, torch.Tensor) else
                                torch.float32 if out.dtype == torch.float64 else out.dtype)
+
+    @property
+    def zero_allowed(self) -> bool:
+        """An all-zero output is no finding here: PyTorch's own result rounds to zero, or the exact one lies within a
+        few roundings of zero at the problem's output scale."""
+        return self.tf32_all_zero or self.below_rounding
 
     @property
     def nbytes(self) -> int:
@@ -269,7 +276,7 @@ def _why_failed(st: ErrorStats, exp: Expected) -> str:
     why = f"max abs error {st.max_abs:.3g}, needs {st.min_tolerance:.3g}"
     if st.nonfinite:
         why += "; output contains NaN/Inf"
-    if st.all_zero_vs_nonzero and not exp.tf32_all_zero:
+    if st.all_zero_vs_nonzero and not exp.zero_allowed:
         why += "; output is all zeros while the reference is not"
     return why + _dtype_note(st)
 
@@ -278,7 +285,7 @@ def verified_pass(st: ErrorStats, exp: Expected, precision: str = "fp32", advers
     """The verified protocol's per-output decision, for outputs that are not stored trials (timed calls): its
     tolerance for the run's dtype and its TF32-error factor (the protocol re-decides from the stored stats); an output
     of adversarial inputs also within the tolerance of the output's largest magnitude, as an adversarial trial."""
-    if not st.shape_ok or st.nonfinite or (st.all_zero_vs_nonzero and not exp.tf32_all_zero) or not st.dtype_ok:
+    if not st.shape_ok or st.nonfinite or (st.all_zero_vs_nonzero and not exp.zero_allowed) or not st.dtype_ok:
         return False
     tol = VERIFIED.tolerance_for(precision, st.out_dtype)
     if st.min_tolerance <= tol:
@@ -309,6 +316,9 @@ class Judge:
         self._values: VerifiedParameters | None = None
         self._models: dict[str, Any] = {}
         self._cache: dict[tuple, Expected] = {}
+        # The largest magnitude of the problem's output on its own inputs (the first naive trial's), the scale against
+        # which an exact output counts as within rounding of zero (Expected.below_rounding).
+        self.output_scale: float | None = None
         self._cached = {"device": 0, "host": 0}
         # Host memory is shared with the candidate process (and its memory cap) and with the Evaluator's other
         # judges: all of them together keep at most a fifth of it. The device is the candidate's: a judge keeps
@@ -417,6 +427,9 @@ class Judge:
         if naive:
             with tf32(None):
                 exp = Expected(_run(self._model("default", False), inputs, run_seed))
+            if self.output_scale is None and scale == 1.0 and isinstance(exp.out, torch.Tensor) \
+                    and exp.out.is_floating_point() and not exp.nonfinite:
+                self.output_scale = abs_max(exp.out)
         else:
             # The TF32 run first, so the fp32 inputs can go before their float64 copy exists: at full size
             # each is several GB on the device the candidate process shares.
@@ -455,6 +468,11 @@ class Judge:
             if isinstance(exact, torch.Tensor) and exact.dtype == torch.float64 and exact.numel() * 8 > 256 * 2**20:
                 exact = exact.float()  # large outputs: an fp32 copy of the exact value bounds memory
             exp = Expected(exact, stats, dtype=want, nonfinite=fast_nonfinite, truncated_stats=trunc_stats)
+            if self.output_scale is None and scale == 1.0 and distribution not in ADVERSARIAL_NAMES and stats is not None \
+                    and math.isfinite(stats.expected_abs_max):
+                self.output_scale = stats.expected_abs_max  # no naive trial came first
+            if stats is not None and exp.dtype is not None:
+                exp.below_rounding = below_rounding(stats.expected_abs_max, self.output_scale, exp.dtype)
         del inputs
         where = placement(exp.nbytes, cuda=self.ops.is_cuda, device_cached=self._cached["device"],
                           host_cached=self._cached["host"], device_budget=self._device_budget,
@@ -728,6 +746,7 @@ class Session:
                              tf32_baseline_max_abs=exp.tf32_max_abs, tf32_baseline_min_tolerance=exp.tf32_min_tolerance,
                              tf32_truncated_max_abs=exp.tf32_truncated_max_abs,
                              tf32_baseline_all_zero=exp.tf32_all_zero,
+                             reference_below_rounding=exp.below_rounding,
                              reference_nonfinite=exp.nonfinite)
             self.verified_trials.append(tr)
             self._trial(spec.seed, spec.scale, exp, tr, spec.distribution)

@@ -80,6 +80,10 @@ class TrialResult(_Stored):
     tf32_baseline_all_zero: bool = Field(
         False, description="that baseline's output was all zeros while the exact one is not (the exact values round "
                            "to zero in the output dtype): an all-zero output is then no finding")
+    reference_below_rounding: bool = Field(
+        False, description="the exact output's every value is within a few roundings of the output dtype at the "
+                           "problem's output scale (harness.measure.compare.below_rounding): an all-zero output is then "
+                           "no finding")
     reference_nonfinite: bool = Field(False, description="the reference gave NaN/Inf here: trial dropped")
     exception: str | None = None
 

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cgroup import Cgroup
-from .policy import Policy, command
+from .policy import Policy, account_files, command
 from .seccomp import filter_fd
 from .untrusted import read_bounded
 
@@ -132,11 +132,12 @@ def spawn_module(module: str, args: list[str], *, cwd: Path, env: dict[str, str]
     its children's: compilers) below the evaluator's other processes."""
     out_path, err_path = cwd / f"{module}.stdout", cwd / f"{module}.stderr"
     argv = [sys.executable, "-m", module, *args]
-    cgroup, seccomp = None, None
+    cgroup, seccomp, accounts = None, None, None
     if sandbox is not None:
         seccomp = filter_fd()
-        argv = command(sandbox, argv, seccomp)
-        pass_fds = (*pass_fds, seccomp)
+        accounts = account_files(sandbox.uid) if os.geteuid() == 0 else None  # else the uid is ours, with its entry
+        argv = command(sandbox, argv, seccomp, accounts)
+        pass_fds = (*pass_fds, seccomp, *(accounts or ()))
         cgroup = Cgroup.create(f"{os.getpid()}-{next(_names)}-{threading.get_ident() % 10**6}",
                                memory_cap or default_memory_limit(), pids_max)
     try:
@@ -152,8 +153,9 @@ def spawn_module(module: str, args: list[str], *, cwd: Path, env: dict[str, str]
             cgroup.remove()
         raise
     finally:
-        if seccomp is not None:
-            os.close(seccomp)
+        for fd in (seccomp, *(accounts or ())):
+            if fd is not None:
+                os.close(fd)
     return Child(proc, out_path, err_path, time.perf_counter(), cgroup)
 
 

@@ -14,6 +14,8 @@ Every process that runs candidate code (the build, which imports it, and the eva
   tmpfs on /tmp and /dev/shm (charged to the sandbox's memory cgroup, gone with it); ``policy.hide`` folders replaced
   by empty tmpfs (the evaluator's temporary root: other candidates' folders and the judge's; the extensions cache:
   other sources' builds); writable only ``policy.work`` and, at ``EXT_MOUNT``, ``policy.ext``;
+* identity files: /etc/passwd and /etc/group are the host's plus an entry for the pool uid (``account_files``), so a
+  library that asks who runs it (``getpass.getuser()``: torch.compile's cache folder) gets an answer, not KeyError;
 * devices: /dev holds only null, zero, full, random, urandom, tty and pts, plus the NVIDIA nodes on a GPU;
 * system calls: ``harness.sandbox.seccomp``'s filter.
 """
@@ -108,7 +110,33 @@ def gpu_devices() -> list[str]:
                         *sorted(glob.glob("/dev/nvidia[0-9]*"))) if os.path.exists(d)]
 
 
-def command(policy: Policy, argv: list[str], seccomp_fd: int) -> list[str]:
+ACCOUNT = "kv-sandbox"  # the name the sandbox's /etc/passwd and /etc/group give the pool uid
+
+
+def _memfd(name: str, data: bytes) -> int:
+    fd = os.memfd_create(name)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
+def account_files(uid: int) -> tuple[int, int]:
+    """Readable descriptors (the caller closes them) of the sandbox's /etc/passwd and /etc/group: the host's, plus
+    the pool uid's entry, which no host file has (an unknown uid made torch.compile raise `getpwuid(): uid not found`
+    in a candidate's constructor: a harness failure recorded as the candidate's runtime_error, H200 2026-12-05)."""
+    def host(path: str) -> bytes:
+        try:
+            text = Path(path).read_bytes()
+        except OSError:
+            text = b""
+        return text if not text or text.endswith(b"\n") else text + b"\n"
+    passwd = host("/etc/passwd") + f"{ACCOUNT}:x:{uid}:{uid}:candidate code:/tmp:/usr/sbin/nologin\n".encode()
+    group = host("/etc/group") + f"{ACCOUNT}:x:{uid}:\n".encode()
+    return _memfd("passwd", passwd), _memfd("group", group)
+
+
+def command(policy: Policy, argv: list[str], seccomp_fd: int, account_fds: tuple[int, int] | None = None) -> list[str]:
+    """bwrap's command line for ``argv`` under ``policy``; ``account_fds``: account_files' descriptors (run by root)."""
     bwrap, setpriv = tools()
     root = os.geteuid() == 0
     # No --new-session: the launcher already starts bwrap in a session of its own with no controlling terminal (so
@@ -157,6 +185,9 @@ def command(policy: Policy, argv: list[str], seccomp_fd: int) -> list[str]:
         a += ["--bind", str(policy.ext), EXT_MOUNT]
     for w in policy.writable:
         a += ["--bind", str(w), str(w)]
+    if account_fds is not None:
+        a += ["--perms", "0644", "--ro-bind-data", str(account_fds[0]), "/etc/passwd",
+              "--perms", "0644", "--ro-bind-data", str(account_fds[1]), "/etc/group"]
     a += ["--chdir", str(policy.work), "--seccomp", str(seccomp_fd)]
     if root:
         a += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_SETPCAP", "--",
