@@ -57,3 +57,55 @@ def test_the_account_files_add_the_pool_uid_to_the_hosts():
         assert passwd.startswith(f.read().rstrip("\n"))  # the host's entries unchanged, the sandbox's after them
     assert passwd.splitlines()[-1].split(":")[:4] == [ACCOUNT, "x", str(uid), str(uid)]
     assert group.splitlines()[-1].split(":")[:3] == [ACCOUNT, "x", str(uid)]
+
+
+# Correct only when the worker's tree, a forked helper included, runs on one CPU and cannot widen that.
+PINNED = textwrap.dedent("""
+    import os
+    import torch
+    import torch.nn as nn
+
+    def _pinned():
+        cpus = os.sched_getaffinity(0)
+        try:
+            os.sched_setaffinity(0, range(os.cpu_count()))
+            return False
+        except PermissionError:
+            return len(cpus) == 1 and os.sched_getaffinity(0) == cpus
+
+    class ModelNew(nn.Module):
+        def __init__(self):
+            super().__init__()
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.write(w, b"1" if _pinned() else b"0")
+                os._exit(0)
+            os.waitpid(pid, 0)
+            self.ok = _pinned() and os.read(r, 1) == b"1"
+
+        def forward(self, x):
+            return torch.relu(x) if self.ok else x
+""")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the sandbox's seccomp filter needs bwrap as root here (CI runs as root)")
+def test_a_cpu_workers_tree_runs_on_one_cpu_it_cannot_widen():
+    r = harness.evaluate(PINNED, "level1/19_ReLU", device="cpu", size="small",
+                         settings=harness.EvalSettings(verified_min_iters=5, verified_max_iters=10,
+                                                       verified_seconds_per_subject=0.2, naive_timing_trials=5))
+    assert r.record.status == "ok", (r.record.failed_phase, (r.record.error or "")[-800:])
+    assert r.results["naive"].verdict == "correct" and r.results["verified"].verdict == "correct"
+
+
+def test_concurrent_cpu_workers_take_their_cpus_in_turn():
+    from harness.children import Setup
+
+    with harness.Evaluator("cpu", "small") as ev:
+        setup: Setup = ev._setup
+        mine = sorted(os.sched_getaffinity(0))
+        got = [setup.worker_cpus() for _ in range(2 * len(mine))]
+    assert all(len(c) == 1 and c[0] in mine for c in got)
+    assert {c[0] for c in got} == set(mine)  # every CPU in turn
+    with harness.Evaluator("cuda", "small") as ev_gpu:
+        assert ev_gpu._setup.worker_cpus() is None
