@@ -43,7 +43,7 @@ class Setup:
     def worker_cpus(self) -> tuple[int, ...] | None:
         """The CPUs a CPU evaluation's worker tree runs on: as many as its torch threads (one by default), taken in
         turn from this process's CPUs so that concurrent evaluations spread out. A helper process the candidate starts
-        shares them, so work it does beside the timed call is time the call pays (``harness.fixtures.open_attacks``'
+        shares them, so work it does beside the timed call is time the call pays (``hacks/cpu``'s
         prerelease helpers). None on a GPU, where the kernel's work is not the host's."""
         if self.device != "cpu":
             return None
