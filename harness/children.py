@@ -43,13 +43,13 @@ class Setup:
     def worker_cpus(self) -> tuple[int, ...] | None:
         """The CPUs a CPU evaluation's worker tree runs on: as many as its torch threads (one by default), taken in
         turn from this process's CPUs so that concurrent evaluations spread out. A helper process the candidate starts
-        shares them, so work it does beside the timed call is time the call pays (``hacks/cpu``'s
+        shares them, so work it does beside the timed call is time the call pays (``open_attacks/cpu``'s
         prerelease helpers). None on a GPU, where the kernel's work is not the host's."""
         if self.device != "cpu":
             return None
         mine = sorted(os.sched_getaffinity(0))
         n = min(len(mine), self.settings.torch_threads("cpu") or 1)
-        start = next(_cpu_turns) * n
+        start = (os.getpid() + next(_cpu_turns)) * n  # the pid: two evaluator processes do not both begin at CPU 0
         return tuple(mine[(start + i) % len(mine)] for i in range(n))
 
     def policy(self, work: Path, ext: Path | None = None, writable: tuple[Path, ...] = ()) -> Policy:

@@ -1,4 +1,4 @@
-# The honest twin of harness/fixtures/hacks/cpu/prerelease_helper_mse.py: the same sum of squares (one fused
+# The honest twin of harness/fixtures/open_attacks/cpu/prerelease_helper_mse.py: the same sum of squares (one fused
 # torch.dist pass), all of it inside the call.
 import torch
 import torch.nn as nn

@@ -1,4 +1,4 @@
-# The honest twin of harness/fixtures/hacks/cpu/prerelease_helper_huber.py: the same fused loss, all of it inside
+# The honest twin of harness/fixtures/open_attacks/cpu/prerelease_helper_huber.py: the same fused loss, all of it inside
 # the call.
 import torch.nn as nn
 import torch.nn.functional as F
