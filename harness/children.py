@@ -40,18 +40,6 @@ class Setup:
                        device=self.device, domains={k: str(v) for k, v in problem.meta.domains.items()},
                        settings=self.settings)
 
-    def worker_cpus(self) -> tuple[int, ...] | None:
-        """The CPUs a CPU evaluation's worker tree runs on: as many as its torch threads (one by default), taken in
-        turn from this process's CPUs so that concurrent evaluations spread out. A helper process the candidate starts
-        shares them, so work it does beside the timed call is time the call pays (``open_attacks/cpu``'s
-        prerelease helpers). None on a GPU, where the kernel's work is not the host's."""
-        if self.device != "cpu":
-            return None
-        mine = sorted(os.sched_getaffinity(0))
-        n = min(len(mine), self.settings.torch_threads("cpu") or 1)
-        start = (os.getpid() + next(_cpu_turns)) * n  # the pid: two evaluator processes do not both begin at CPU 0
-        return tuple(mine[(start + i) % len(mine)] for i in range(n))
-
     def policy(self, work: Path, ext: Path | None = None, writable: tuple[Path, ...] = ()) -> Policy:
         """The sandbox of a process that runs candidate code (or a compiler on a candidate's flags): ``work`` and
         ``ext`` writable and given to its uid; this evaluator's temporary root (the judge's and every other
@@ -101,7 +89,6 @@ def _child_env(ext_dir: Path | str, device: str, gpu_index: int | None = None) -
 
 
 _uid_seq = itertools.count()
-_cpu_turns = itertools.count()  # worker_cpus: which CPUs the next CPU worker gets
 
 
 def _sandbox_uid() -> int:

@@ -81,7 +81,7 @@ class Workers:
         # A pre-started one outlives the thread that started it (a pool thread may end first): it ends when its stdin
         # closes, which the kernel does when this process dies.
         spare = mode == "--spare"
-        policy = dataclasses.replace(slot.policy, die_with_parent=not spare, cpus=self.setup.worker_cpus())
+        policy = dataclasses.replace(slot.policy, die_with_parent=not spare)
         return spawn_module("harness.candidate.worker", [mode], cwd=slot.work, sandbox=policy, memory_cap=self.memory_cap(),
                             env=self.setup.sandboxed_env(slot.work), die_with_parent=not spare,
                             max_file_bytes=self.setup.settings.max_output_file_bytes,

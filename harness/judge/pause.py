@@ -3,7 +3,7 @@
 Between a timed call's report and the next call's release the candidate's worker waits for the judge; any other
 process or thread of the candidate does not have to. While the judge writes the next call's fresh input values into
 the buffer the candidate maps, such a helper can read them as they land and compute the call's answer before the
-judge's clock starts (``open_attacks/cpu/prerelease_helper_*``: 1.3-1.5x on a CPU before the pause); while the judge times the baselines, it
+judge's clock starts (``open_attacks``' prerelease helper: 1.3-1.5x on a CPU); while the judge times the baselines, it
 can contend with them, and with the calibration the judge samples between calls. The judge therefore pauses the tree
 for all three: the guarantee is the kernel's cgroup freezer
 (no task of a frozen cgroup runs, in user space or kernel, until thawed; ``harness.sandbox.cgroup`` puts every

@@ -42,11 +42,8 @@ def _die_with_parent() -> None:
         pass
 
 
-def _preexec(max_file_bytes: int, niceness: int = 0, die_with_parent: bool = True, cgroup_procs: tuple[str, ...] = (),
-             cpus: tuple[int, ...] | None = None):
+def _preexec(max_file_bytes: int, niceness: int = 0, die_with_parent: bool = True, cgroup_procs: tuple[str, ...] = ()):
     def run() -> None:
-        if cpus:  # inherited by bwrap and everything it starts; the sandbox's seccomp filter keeps it
-            os.sched_setaffinity(0, cpus)
         for f in cgroup_procs:  # before exec: everything the sandbox starts is born inside the cgroup
             with open(f, "w") as fh:
                 fh.write(str(os.getpid()))
@@ -149,8 +146,7 @@ def spawn_module(module: str, args: list[str], *, cwd: Path, env: dict[str, str]
                 argv, cwd=cwd, env=env, stdout=out, stderr=err,
                 stdin=subprocess.PIPE if stdin_pipe else subprocess.DEVNULL, start_new_session=True,
                 pass_fds=pass_fds, preexec_fn=_preexec(max_file_bytes, niceness, die_with_parent,
-                                                       tuple(cgroup.procs_files()) if cgroup else (),
-                                                       sandbox.cpus if sandbox is not None else None),
+                                                       tuple(cgroup.procs_files()) if cgroup else ()),
             )
     except BaseException:
         if cgroup is not None:

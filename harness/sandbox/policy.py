@@ -17,9 +17,6 @@ Every process that runs candidate code (the build, which imports it, and the eva
 * identity files: /etc/passwd and /etc/group are the host's plus an entry for the pool uid (``account_files``), so a
   library that asks who runs it (``getpass.getuser()``: torch.compile's cache folder) gets an answer, not KeyError;
 * devices: /dev holds only null, zero, full, random, urandom, tty and pts, plus the NVIDIA nodes on a GPU;
-* CPUs: ``policy.cpus`` where set (a CPU evaluation's worker: the judge times its calls against a single-threaded
-  baseline, and a helper process on a second core could otherwise work beside it inside the timed interval); the
-  affinity is set before bubblewrap starts, every process inherits it, and seccomp refuses ``sched_setaffinity``;
 * system calls: ``harness.sandbox.seccomp``'s filter.
 """
 
@@ -59,7 +56,6 @@ class Policy:
     shm_bytes: int = 2 * 2**30
     needed: tuple[Path, ...] = field(default_factory=tuple)  # read-only, visible even under hidden folders
     die_with_parent: bool = True  # killed when the thread that started it ends (a pre-started worker is not)
-    cpus: tuple[int, ...] | None = None  # the CPUs its whole tree may run on (seccomp keeps it from widening them)
 
 
 @functools.lru_cache(maxsize=1)

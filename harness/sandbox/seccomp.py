@@ -4,8 +4,7 @@ bubblewrap loads it after it has made the namespaces and mounts, so the setup it
 candidate runs afterwards is. Denied with EPERM: reading or writing other processes (ptrace, process_vm_*), changing
 the mount table or entering or making namespaces (mount, umount2, pivot_root, unshare, setns, and clone with any
 namespace flag), and kernel interfaces a kernel benchmark has no use for and that have a record of privilege bugs
-(perf_event_open, bpf, keyctl and friends, userfaultfd, io_uring, module and kexec loading), and widening the CPUs a
-sandbox was pinned to (sched_setaffinity). clone3 answers ENOSYS so
+(perf_event_open, bpf, keyctl and friends, userfaultfd, io_uring, module and kexec loading). clone3 answers ENOSYS so
 that glibc falls back to clone, whose flags the filter can read.
 """
 
@@ -25,7 +24,6 @@ DENIED = (
     "io_uring_setup", "io_uring_enter", "io_uring_register",
     "init_module", "finit_module", "delete_module", "kexec_load", "kexec_file_load",
     "swapon", "swapoff", "reboot", "acct", "quotactl", "syslog", "settimeofday", "clock_settime", "adjtimex",
-    "sched_setaffinity",  # a CPU worker's tree keeps the CPUs its sandbox was given (Policy.cpus)
 )
 # Every CLONE_NEW* flag: a thread or a fork is fine, a new namespace is not.
 CLONE_NEW_ANY = 0x00020000 | 0x02000000 | 0x04000000 | 0x08000000 | 0x10000000 | 0x20000000 | 0x40000000 | 0x00000080
