@@ -220,6 +220,10 @@ class Evaluator:
         if freezer is not None:
             serve["freezer"], freezer_fds = freezer
             fds += freezer_fds
+        cpu = _open_cpu_usage(child)  # after the freezer's: the judge takes it as the last descriptor
+        if cpu is not None:
+            serve["cpu_usage"], cpu_fd = cpu
+            fds.append(cpu_fd)
         try:  # every candidate its own seeds, told to the judge alone
             judge.conn.send("serve", serve, fds=fds)
         except WireError as exc:
@@ -355,6 +359,18 @@ def _open_freezer(child) -> tuple[str, list[int]] | None:
             os.close(fd)
         return None
     return kind, fds
+
+
+def _open_cpu_usage(child) -> tuple[str, int] | None:
+    """A read-only descriptor of the file counting the candidate's cgroup's CPU time, for its judge
+    (``harness.judge.tree_cpu``): ("v1"|"v2", fd), or None where its cgroup has none."""
+    files = child.cgroup.cpu_usage_file() if child.cgroup is not None else None
+    if files is None:
+        return None
+    try:
+        return files[0], os.open(files[1], os.O_RDONLY)
+    except OSError:
+        return None
 
 
 def _disk_full(error: str, where: Path) -> bool:

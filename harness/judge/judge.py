@@ -64,6 +64,7 @@ from .inputs import (
 )
 from .params import ParamMapping, map_parameters
 from .pause import DEADLINE_S, Pause
+from .tree_cpu import TreeCpu
 from .peer_link import PeerLink
 from .tf32_truncation import TruncatedTF32
 from .warm import warm_up
@@ -93,6 +94,9 @@ PR_SET_DUMPABLE = 4
 # H200's calibration spread was ~0.01 ms, h200_witness_overhead.json).
 CREDIT_SLACK_MS = {"cpu": 0.2, "cuda": 0.6}
 CREDIT_SLACK_REL = 0.03
+# The tree's CPU time a call may hold beyond its wall time (times the run's threads) before the excess counts as work
+# done beside the worker: the window the judge reads it over is a little longer than the interval (its own reads).
+PARALLEL_SLACK_MS, PARALLEL_SLACK_REL = 0.05, 0.05
 WITNESS_SLACK_MS = {"cpu": 0.25, "cuda": 0.75}
 WITNESS_SLACK_REL = 0.5
 SPREAD_FACTOR = 1.0  # the witness's (hack) allowance only
@@ -141,13 +145,19 @@ def _packed_layout(descs: list[dict]) -> list[tuple]:
             for d in descs]
 
 
+def _parallel_text(w: dict) -> str:
+    """What the tree ran beside the worker, as the witness's detail says it (a CPU run with the tree's CPU time)."""
+    p = w.get("parallel_median_ms")
+    return "" if p is None else f", of which {p:.3g} ms the tree ran beside the worker per call (median CPU beyond wall)"
+
+
 def _quantile(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
 def timing_floor(intervals_ms: list[float], reported_ms: list[float], calibration_ms: list[float], *,
-                 cuda: bool) -> dict:
+                 cuda: bool, tree_cpu_ms: list[float] | None = None, threads: int = 1) -> dict:
     """What the judge's clock allows for the kernel, from per-call intervals (release to hand-over report), the
     reported times of the same calls and the judge's own calibration samples of everything else in an interval.
 
@@ -158,7 +168,9 @@ def timing_floor(intervals_ms: list[float], reported_ms: list[float], calibratio
     ``credited_ms``: the median report, raised by whatever is hidden beyond the credit allowance (fixed: absolute plus
     a share of the report, never the calibration's spread), so a forged clock gains at most that allowance per call.
     ``ok``: False where the hidden time is beyond the witness allowance (which the spread widens: a forgery, not
-    noise)."""
+    noise). ``tree_cpu_ms`` (a CPU run: the candidate's tree's CPU time per call, release to report): what the tree
+    ran beyond ``threads`` times the call's wall time, less a small allowance, ran beside the worker; each call is
+    credited at least its report plus that, and the median of those raises ``credited_ms``."""
     kind = "cuda" if cuda else "cpu"
     med = statistics.median(reported_ms)
     unexplained = [i - r for i, r in zip(intervals_ms, reported_ms, strict=True)]
@@ -167,9 +179,16 @@ def timing_floor(intervals_ms: list[float], reported_ms: list[float], calibratio
     spread = _quantile(calibration_ms, 0.5) - overhead
     credit_slack = CREDIT_SLACK_MS[kind] + CREDIT_SLACK_REL * med
     witness_slack = WITNESS_SLACK_MS[kind] + WITNESS_SLACK_REL * med + SPREAD_FACTOR * spread
-    return {"reported_median_ms": med, "overhead_ms": overhead, "hidden_ms": hidden, "spread_ms": spread,
-            "credit_slack_ms": credit_slack, "witness_slack_ms": witness_slack,
-            "credited_ms": max(med, med + hidden - credit_slack), "ok": hidden <= witness_slack}
+    credited = max(med, med + hidden - credit_slack)
+    out = {"reported_median_ms": med, "overhead_ms": overhead, "hidden_ms": hidden, "spread_ms": spread,
+           "credit_slack_ms": credit_slack, "witness_slack_ms": witness_slack, "ok": hidden <= witness_slack}
+    if tree_cpu_ms is not None:
+        parallel = [max(0.0, c - threads * i - PARALLEL_SLACK_MS - PARALLEL_SLACK_REL * i)
+                    for c, i in zip(tree_cpu_ms, intervals_ms, strict=True)]
+        out["parallel_median_ms"] = statistics.median(parallel)
+        credited = max(credited, statistics.median(r + p for r, p in zip(reported_ms, parallel, strict=True)))
+    out["credited_ms"] = credited
+    return out
 
 
 def naive_floor(interval_ms: float, reported_ms: list[float], round_trip_ms: float, per_call_ms: float, *,
@@ -537,16 +556,21 @@ class Judge:
         return _quantile(samples, QUANTILE)
 
     # -- one candidate ----------------------------------------------------------------------------------
-    def serve(self, conn: Conn, pause: Pause | None = None) -> dict:
-        return Session(self, conn, pause).run()
+    def serve(self, conn: Conn, pause: Pause | None = None, tree_cpu: TreeCpu | None = None) -> dict:
+        return Session(self, conn, pause, tree_cpu).run()
 
 
 class Session:
     """The judge's side of one candidate's evaluation: a strict sequence of requests."""
 
-    def __init__(self, judge: Judge, conn: Conn, pause: Pause | None = None) -> None:
+    def __init__(self, judge: Judge, conn: Conn, pause: Pause | None = None, tree_cpu: TreeCpu | None = None) -> None:
         self.j, self.conn = judge, conn
         self.pause = pause  # freezes the candidate's tree while the judge writes inputs, calibrates, times baselines
+        # The tree's CPU time, read at each timed call's release and report (CPU runs only: a GPU worker's own
+        # threads are the driver's): what ran beside the worker is charged to the call (timing_floor's parallel).
+        self.tree_cpu = tree_cpu if tree_cpu is not None and not judge.ops.is_cuda else None
+        self.call_cpu_ms: list[float] = []  # the tree's CPU time per timed call, release to report
+        self._cpu_at_release: float | None = None
         self.buf = self._new_buffer()
         self.naive_trials: list[TrialResult] = []
         self.verified_trials: list[TrialResult] = []
@@ -1046,6 +1070,7 @@ class Session:
             raise M.ProtocolBreach("asked to start a timed call before reporting the last one")
         with self._paused("renewing a timed call's inputs"):  # no helper of the candidate's reads them as they land
             self._renew(req.set)
+        self._cpu_at_release = self.tree_cpu.ms() if self.tree_cpu is not None else None
         self._released = (req.set, time.perf_counter())  # read before the reply goes out: never late
         self._send("go")
 
@@ -1055,6 +1080,8 @@ class Session:
         if self._released is None or self._released[0] != idx or req.ms is None or req.output is None:
             raise M.ProtocolBreach("a timed call reported that was not let go, or without its time and output")
         released, self._released = self._released[1], None
+        if self._cpu_at_release is not None and (now := self.tree_cpu.ms()) is not None:
+            self.call_cpu_ms.append(now - self._cpu_at_release)
         self.timed_calls_reported += 1  # each may cost the judge an expected output and a comparison: bounded
         if self.timed_calls_reported > most_timed_calls(self.j.settings):
             raise M.ProtocolBreach(f"reported more than {most_timed_calls(self.j.settings)} timed calls")
@@ -1201,7 +1228,9 @@ class Session:
         problems = []
         if len(self.calls) >= 3 and self.calibration_ms:
             intervals = [i for i, _ in self.calls]
-            floor = timing_floor(intervals, [r for _, r in self.calls], self.calibration_ms, cuda=self.j.ops.is_cuda)
+            cpu = self.call_cpu_ms if len(self.call_cpu_ms) == len(self.calls) else None
+            floor = timing_floor(intervals, [r for _, r in self.calls], self.calibration_ms, cuda=self.j.ops.is_cuda,
+                                 tree_cpu_ms=cpu, threads=self.j.settings.torch_threads("cpu") or 1)
             floor["interval_median_ms"] = statistics.median(intervals)
             failure = self.j.peer.failure if self.j.peer is not None else None
             floor["calibrated_by"] = "+".join(sorted(self.calibrated_by)) + (f" (peer failed: {failure})" if failure else "")
@@ -1227,7 +1256,8 @@ class Session:
         self.guards.append(outcome("timing_witness", not problems, detail="; ".join(problems) if problems else
                                    f"judge's clock {w['interval_median_ms']:.4g} ms per timed call, reported "
                                    f"{w['reported_median_ms']:.4g} ms + {w['overhead_ms']:.4g} ms overhead, "
-                                   f"{w['hidden_ms']:.3g} ms unexplained (credited {w['credited_ms']:.4g} ms; calibrated "
+                                   f"{w['hidden_ms']:.3g} ms unexplained (credited {w['credited_ms']:.4g} ms"
+                                   f"{_parallel_text(w)}; calibrated "
                                    f"by {w['calibrated_by']}){_phases_text(w)}; naive "
                                    f"loop: at least {n.get('floor_ms', 0):.4g} ms per trial, reported "
                                    f"{n.get('reported_mean_ms', 0):.4g} ms" if w else ""))
@@ -1342,15 +1372,19 @@ def main(control_fd: int, peer_fd: int | None = None) -> int:
             session = Conn.from_fd(fds[0])
             if isinstance(payload, dict) and payload.get("fresh_seeds"):
                 judge.reseed([int(x) for x in payload["fresh_seeds"]], int(payload["perturb_seed"]))
-            pause = None
-            if isinstance(payload, dict) and payload.get("freezer") and len(fds) > 1:
-                pause = Pause(str(payload["freezer"]), list(fds[1:]))
+            pause, tree_cpu, rest = None, None, list(fds[1:])
+            if isinstance(payload, dict) and payload.get("cpu_usage") and rest:  # the last descriptor
+                tree_cpu = TreeCpu(str(payload["cpu_usage"]), rest.pop())
+            if isinstance(payload, dict) and payload.get("freezer") and rest:
+                pause = Pause(str(payload["freezer"]), rest)
             try:
-                result = judge.serve(session, pause)
+                result = judge.serve(session, pause, tree_cpu)
             finally:
                 session.close()
                 if pause is not None:
                     pause.close()
+                if tree_cpu is not None:
+                    tree_cpu.close()
             conn.send("result", result)
         elif kind == "close":
             if judge.peer is not None:

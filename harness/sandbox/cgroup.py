@@ -43,8 +43,9 @@ def _read_int(path: Path, key: str | None = None) -> int | None:
     return None
 
 
-# v1: the controllers a sandbox's cgroup needs, and the one it takes where the hierarchy has it (the judge's pauses).
-V1_REQUIRED, V1_OPTIONAL = ("memory", "pids"), "freezer"
+# v1: the controllers a sandbox's cgroup needs, and those it takes where the hierarchy has them (the judge's pauses
+# and its reading of the tree's CPU time).
+V1_REQUIRED, V1_OPTIONAL = ("memory", "pids"), ("freezer", "cpuacct")
 # What freezes and thaws a cgroup, written to its control file (freeze_files' first): v1's freezer.state, v2's
 # cgroup.freeze. The judge writes them through its descriptors (harness.judge.pause keeps its own copy: it may not import
 # the launcher; tests/test_pause.py holds the two equal), the evaluator by path (thaw).
@@ -56,7 +57,7 @@ def _group_dirs() -> list[Path]:
     """The folders under which sandboxes' cgroups are made (one per v1 controller, one on v2)."""
     if (ROOT / "cgroup.controllers").exists():
         return [ROOT / GROUP]
-    return [ROOT / ctl / GROUP for ctl in (*V1_REQUIRED, V1_OPTIONAL)]
+    return [ROOT / ctl / GROUP for ctl in (*V1_REQUIRED, *V1_OPTIONAL)]
 
 
 def sweep_stale() -> int:
@@ -112,10 +113,11 @@ class Cgroup:
                     break
                 dirs[ctl] = d
             ok = len(dirs) == len(V1_REQUIRED)
-            if ok and (ROOT / V1_OPTIONAL).is_dir():  # the judge's pauses (freeze_files), where the hierarchy has it
-                with contextlib.suppress(OSError):
-                    (ROOT / V1_OPTIONAL / GROUP / name).mkdir(parents=True)
-                    dirs[V1_OPTIONAL] = ROOT / V1_OPTIONAL / GROUP / name
+            for ctl in V1_OPTIONAL if ok else ():  # the judge's pauses and CPU reading, where the hierarchy has them
+                if (ROOT / ctl).is_dir():
+                    with contextlib.suppress(OSError):
+                        (ROOT / ctl / GROUP / name).mkdir(parents=True)
+                        dirs[ctl] = ROOT / ctl / GROUP / name
             cg = cls(dirs, False)
             ok = ok and _write(dirs["memory"] / "memory.limit_in_bytes", str(memory_bytes)) \
                 and _write(dirs["pids"] / "pids.max", str(pids_max))
@@ -136,8 +138,17 @@ class Cgroup:
         if self.v2:
             d = self.dirs["memory"]
             return ("v2", [d / "cgroup.freeze", d / "cgroup.events"]) if (d / "cgroup.freeze").exists() else None
-        d = self.dirs.get(V1_OPTIONAL)
+        d = self.dirs.get("freezer")
         return ("v1", [d / "freezer.state"]) if d is not None and (d / "freezer.state").exists() else None
+
+    def cpu_usage_file(self) -> tuple[str, Path] | None:
+        """The file that counts the CPU time of every task of the tree, for the judge: ("v2", cpu.stat: usage_usec)
+        or ("v1", cpuacct.usage: ns); None where this cgroup has neither."""
+        if self.v2:
+            f = self.dirs["memory"] / "cpu.stat"
+            return ("v2", f) if f.exists() else None
+        d = self.dirs.get("cpuacct")
+        return ("v1", d / "cpuacct.usage") if d is not None and (d / "cpuacct.usage").exists() else None
 
     def peak_bytes(self) -> int | None:
         d = self.dirs["memory"]
