@@ -64,9 +64,9 @@ from .inputs import (
 )
 from .params import ParamMapping, map_parameters
 from .pause import DEADLINE_S, Pause
-from .tree_cpu import TreeCpu
 from .peer_link import PeerLink
 from .tf32_truncation import TruncatedTF32
+from .tree_cpu import TreeCpu
 from .warm import warm_up
 
 PR_SET_DUMPABLE = 4
@@ -258,7 +258,7 @@ class Expected:
         # PyTorch's own result rounds to all zeros here too (a sigmoid far below zero, a GELU of large negatives):
         # an all-zero output is then what the output dtype gives, not a kernel that skipped the work.
         self.tf32_all_zero = bool(tf32_stats and tf32_stats.all_zero_vs_nonzero)
-        self.below_rounding = False  # set by the judge, which knows the problem's output scale (Judge._scaled)
+        self.below_rounding = False  # set by the judge, which knows the problem's output scale (Judge.expected)
         self.dtype = dtype or (None if not isinstance(out, torch.Tensor) else
                                torch.float32 if out.dtype == torch.float64 else out.dtype)
 
