@@ -191,8 +191,14 @@ class Evaluator:
         except Exception:  # noqa: BLE001 - a missing bound never blocks an evaluation
             record.roofline = None
         ext = self.extensions_dir(source)
+        unmeasured = record.model_copy(deep=True)
         with judge.lock:
             self._measure_with(judge, record, source, problem, ext)
+        if self.settings.witness_remeasure and (why := _witness_only_failure(record)):
+            record, record.remeasured = unmeasured, why
+            judge = self.judge(problem)  # the same judge unless it was ended meanwhile
+            with judge.lock:
+                self._measure_with(judge, record, source, problem, ext)
         if self.settings.extra_shapes and record.status == "ok":
             self._check_shapes(record, source, problem, built)
         record.eval_seconds = time.perf_counter() - started
@@ -341,6 +347,15 @@ class Evaluator:
         record.shapes.sort(key=lambda s: int(s.name.removeprefix("shape")))
         record.shape_specialised = shapes.specialised(record)
         record.phase_seconds["shapes"] = time.perf_counter() - t0
+
+
+def _witness_only_failure(record: MeasurementRecord) -> str | None:
+    """Why to measure a candidate again: timing_witness is the only `hack` guard its measurement failed (on a loaded
+    host an honest call's wake-up can exceed the witness's allowance; a forged clock fails again). None otherwise."""
+    failed = [g for g in record.guards if not g.passed and g.applicable and g.severity == "hack"]
+    if record.status != "ok" or [g.name for g in failed] != ["timing_witness"]:
+        return None
+    return f"timing_witness failed on the first measurement: {failed[0].detail}"[:2000]
 
 
 def _open_freezer(child) -> tuple[str, list[int]] | None:

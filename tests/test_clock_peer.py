@@ -90,4 +90,5 @@ def test_peer_calibrated_witness_credits_an_honest_kernel_and_catches_a_forged_c
     g = forged.record.guard("timing_witness")
     assert not g.passed and "calibrated by peer" in g.detail, g.detail
     assert forged.results["verified"].verdict == "hack"
+    assert forged.record.remeasured.startswith("timing_witness failed on the first measurement"), "measured twice"
     assert _peers_running() == before  # ended with the evaluator

@@ -252,6 +252,9 @@ class MeasurementRecord(_Stored):
     environment: Environment | None = None
     output_dtype: str | None = None
     problem_flags: list[str] = Field(default_factory=list)
+    remeasured: str | None = Field(
+        None, description="this is the candidate's second measurement (EvalSettings.witness_remeasure): why, with the "
+                          "first measurement's timing_witness detail")
     shapes: list[ShapeCheck] = Field(default_factory=list, description="extra shapes checked (EvalSettings.extra_shapes)")
     shapes_note: str | None = Field(None, description="why fewer extra shapes were checked than asked for, or none")
     shape_specialised: bool | None = Field(
