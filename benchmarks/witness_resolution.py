@@ -12,6 +12,7 @@ is what the judge's clock charged it. The kernel's real length is the busy work 
 on the CPU): the reported column of the honest row says it.
 
     python benchmarks/witness_resolution.py [--device cuda] [--ms 0.5 1 2] [--ratios 1.0 1.1 1.2 1.5 2] [--reps 2]
+        [--batch 8]
 """
 
 from __future__ import annotations
@@ -71,10 +72,13 @@ def main() -> None:
     ap.add_argument("--ratios", type=float, nargs="+", default=[1.0, 1.1, 1.2, 1.5, 2.0])
     ap.add_argument("--reps", type=int, default=1, help="evaluations per (duration, ratio)")
     ap.add_argument("--noise", type=float, default=1.1, help="what a forgery may buy and still count as caught")
+    ap.add_argument("--batch", type=int, default=1, help="EvalSettings.timed_batch: timed calls per release")
     a = ap.parse_args()
     sizes = a.ms or ([0.3, 0.5, 2.0] if a.device == "cpu" else [0.02, 0.1, 1.0])
+    # One measurement per evaluation (no second one after a witness-only failure): this measures the witness itself.
     settings = EvalSettings(verified_min_iters=20, verified_max_iters=60, verified_seconds_per_subject=2.0,
-                            naive_timing_trials=30, cpu_threads=1)
+                            naive_timing_trials=30, cpu_threads=1, timed_batch=a.batch, witness_remeasure=False)
+    print(f"timed_batch={a.batch} (timed calls per release of the judge's clock)\n")
     ev = harness.Evaluator(a.device, "small", settings=settings)
     print("| kernel ms | ratio | timing_witness | credited verified ms | verdict | reported ms | bought |\n"
           "|---|---|---|---|---|---|---|")

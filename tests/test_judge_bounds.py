@@ -189,8 +189,11 @@ def test_every_number_and_string_a_candidate_sends_is_bounded_by_the_protocol():
         ("baseline", {"subject": "fp32", "n": 17}),
         ("baseline", {"subject": "fp32", "n": 1, "start": 2**70}),
         ("guard_output", {"guard": "same_pointer_new_contents", "expect_set": 1, "hold_us": math.inf}),
-        ("called", {"set": 0, "ms": 0.1, "phases_ms": {"go_reply": math.nan, "timer": 0, "handover": 0, "sync": 0}}),
-        ("called", {"set": 0, "ms": 0.1, "phases_ms": {"go_reply": 0, "timer": 0, "handover": 0, "sync": 0, "x": 1}}),
+        ("called", {"set": 0, "ms": [0.1], "phases_ms": {"go_reply": math.nan, "timer": 0, "handover": 0, "sync": 0}}),
+        ("called", {"set": 0, "ms": [0.1], "phases_ms": {"go_reply": 0, "timer": 0, "handover": 0, "sync": 0, "x": 1}}),
+        ("called", {"set": 0, "ms": [0.1] * (M.MAX_BATCH + 1)}),  # a batch larger than any the judge lets go
+        ("go", {"set": 0, "count": 0}),
+        ("go", {"set": 0, "count": M.MAX_BATCH + 1}),
     ]
     for kind, payload in refused:
         with pytest.raises(M.ProtocolBreach):

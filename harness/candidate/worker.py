@@ -26,6 +26,8 @@ from problems.module import exec_source
 from ..measure.compare import close_in_chunks
 from ..measure.device import Clock, DeviceOps
 from ..measure.guard_registry import outcome
+from ..measure.pre_call import poison as _poison
+from ..measure.pre_call import pre_call
 from ..measure.precision import torch_dtype
 from ..measure.record import GuardOutcome, Memory, Timing
 from ..measure.reference import KERNELBENCH_SEED, build_model, construct, module_to, tf32
@@ -55,25 +57,6 @@ class Channel:
 def _trim(exc: BaseException) -> str:
     text = "".join(traceback.format_exception(exc))
     return text[-4000:]
-
-
-def _poison(ops: DeviceOps, like: torch.Tensor | tuple[int, torch.dtype] | None, value: float) -> None:
-    """Fill freed memory with ``value`` so a candidate reading uninitialised memory sees garbage.
-    On CUDA the caching allocator hands the same blocks out again; on the CPU malloc usually does.
-    ``like`` is a tensor or just (numel, dtype) of the expected output, which must not stay alive."""
-    if like is None:
-        return
-    try:
-        n, dtype = (like.numel(), like.dtype) if isinstance(like, torch.Tensor) else like
-        dev = like.device if isinstance(like, torch.Tensor) else ops.device
-        # Several blocks held at once, then freed: whichever free block the allocator hands out next holds it.
-        bufs = [torch.empty(n, dtype=dtype if dtype.is_floating_point else torch.float32, device=dev)
-                for _ in range(2 if torch.device(dev).type == "cuda" else 6)]
-        for buf in bufs:  # NaN as 0xFF bytes, outside torch's dispatcher (DeviceOps.fill_bytes)
-            ops.fill_bytes(buf, 0xFF) if value != value else buf.fill_(value)
-        del bufs
-    except Exception:  # noqa: BLE001 - poisoning is best effort (e.g. out of memory)
-        pass
 
 
 def _extension_function_ids(cand_module, ext_dir: str) -> set[int]:
@@ -161,9 +144,9 @@ class JudgeLink:
             raise WireError("the judge did not say hello")
         self.plan = hello
         self.judge_device_bytes = 0  # the judge's device memory as of its last reply (see _note)
-        # The file the next output goes back in, and its room (harness.wire.sealed; host hand-over only): it comes with
-        # the reply before each call that hands an output over.
-        self.slot: tuple[int, int] | None = None
+        # The files the next outputs go back in, in call order, and their room (harness.wire.sealed; host hand-over
+        # only): they come with the reply before each call or batch of calls that hands outputs over.
+        self.slots: list[tuple[int, int]] = []
         self._note(hello)
         self.buf = DeviceSharedBuffer.attach(fds[0], int(hello["size"])) if hello.get("buffer") == "device" \
             else SharedBuffer(fds[0], int(hello["size"]), pin=pin)
@@ -179,22 +162,24 @@ class JudgeLink:
         _kind, reply, fds = self.conn.recv(with_fds=True, timeout=3600)
         reply = self._note(reply)
         if "slot" in reply and fds:
-            self._take_slot(fds.pop(), int(reply["slot"]))
+            count = min(len(fds), max(1, int(reply.get("slots", 1))))
+            self._take_slots(fds[-count:], int(reply["slot"]))
+            del fds[-count:]
         if fds and isinstance(self.buf, DeviceSharedBuffer):  # the judge's buffer grew: a new allocation
             self.buf.remap(fds[0], int(reply["size"]))
         elif "size" in reply:
             self.buf.map(int(reply["size"]))
         return reply
 
-    def _take_slot(self, fd: int, capacity: int) -> None:
-        if self.slot is not None:
-            os.close(self.slot[0])
-        self.slot = (fd, capacity)
+    def _take_slots(self, fds: list[int], capacity: int) -> None:
+        for fd, _ in self.slots:
+            os.close(fd)
+        self.slots = [(fd, capacity) for fd in fds]
 
     def handover(self, out: Any, offset: int, capacity: int) -> dict:
         """A timed call's whole output into the shared buffer (every call, checked or not: the judge decides which
         it reads once the report is in); its description for the 'called' report."""
-        slot, self.slot = self.slot, None
+        slot = self.slots.pop(0) if self.slots else None
         try:
             if not isinstance(out, torch.Tensor):
                 return M.payload(M.Output(type="other", name=type(out).__qualname__[:M.MAX_NAME]))
@@ -335,15 +320,11 @@ def persisting_l2_outcome(ops: DeviceOps, device_setting: int | None) -> GuardOu
 
 
 def _pre_call(ops: DeviceOps, like: Any, seed: int) -> None:
-    """The work before every call, judged or timed, the same each time so none of it tells them apart: freed memory
-    poisoned (sized like the expected output), the cache flushed, the persisting-L2 limit reset, the judge's seed."""
+    """``pre_call`` with the expected output's size as the judge describes it ({"numel", "dtype"}; anything else: no
+    poisoning)."""
     like = like if isinstance(like, dict) else {}
-    if "numel" in like and like.get("dtype") in DTYPES:
-        _poison(ops, (int(like["numel"]), DTYPES[like["dtype"]]), float("nan"))
-    ops.flush_l2()
-    ops.reset_persisting_l2()
-    ops.sync()
-    torch.manual_seed(seed)
+    known = "numel" in like and like.get("dtype") in DTYPES
+    pre_call(ops, (int(like["numel"]), DTYPES[like["dtype"]]) if known else None, seed)
 
 
 def _judged_call(ctx: Ctx, kind: str, index: int) -> tuple[Any, list[Any]]:
@@ -568,42 +549,57 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
     clock = Clock(ops)
     lead_us = s.verified_launch_lead_us if ops.can_hold else 0.0
 
-    def timed_call(idx: int) -> float:
-        # The pre-call work of a judged call (none of it through torch's dispatcher), then the judge's clock: from
-        # its reply to 'go' to the 'called' report, which comes only once the whole output is in the shared buffer,
-        # so anything the output still had to do (a lazy tensor, a hook on the copy) lands inside it. Nothing here
-        # tells a checked call from an unchecked one: the judge picks and reads the handed-over bytes afterwards.
-        _pre_call(ops, ctx.judge.plan.get("expected_like"), int(ctx.timing_seeds[idx]))
-        t0 = time.perf_counter()
-        ctx.judge.request("go", {"set": idx})  # the judge writes the set's fresh values, then lets the call go
-        if ctx.timing_copied:  # on the judge's clock, as is the kernel's read of them in place otherwise
-            _refill(ctx, idx)
-        t1 = time.perf_counter()
-        ms, out = clock.interval(lambda: model_new(*sets[idx]), sync_before_end=False, lead_us=lead_us)
-        t2 = time.perf_counter()
-        meta = ctx.judge.handover(out, ctx.out_offset, ctx.out_capacity)
-        t3 = time.perf_counter()
-        ops.sync()
-        t4 = time.perf_counter()
-        phases = {"go_reply": (t1 - t0) * 1e3, "timer": (t2 - t1) * 1e3, "handover": (t3 - t2) * 1e3,
-                  "sync": (t4 - t3) * 1e3}
-        ctx.judge.request("called", {"set": idx, "ms": ms, "output": meta, "phases_ms": phases})
-        # In-process evidence from here on (it can fail a kernel, never pass one).
-        # Threads alive the moment a timed call returned: work running past the return (T2).
-        threads_seen.append(threading.active_count())
-        if isinstance(out, torch.Tensor):
-            # Memoisation (T8): the storage last returned for this same input set handed back again. Sets rotate per
-            # call, so one output buffer reused and recomputed for every set (a real CUDA-L1 kernel) last went out
-            # for another set; its contents are checked like any timed output.
-            last = next((i for (o, _, i) in reversed(recent) if _same_storage(out, o)), None)
-            if not replayed and last is not None and (last == idx or len(ctx.timing_inputs) < 2):
-                replayed.append(f"a timed call on input set {idx} returned the storage of an earlier call's output "
-                                f"for the same inputs")
-            recent.append((out, G.fingerprint(out), idx))
-            del recent[:-3]
-        return ms
+    batch = s.timed_batch
 
-    kernel = Subject("kernel", lambda i: model_new(*sets[i]), timed=timed_call)
+    def timed_calls(first: int) -> list[float]:
+        # The pre-call work of a judged call (none of it through torch's dispatcher), then the judge's clock: from its
+        # reply to 'go' to the 'called' report, which comes only once every output of the batch was handed over, so
+        # anything an output still had to do (a lazy tensor, a hook on the copy) lands inside it. A batch's calls run
+        # back to back, each on its own input set with the pre-call work before it. Nothing here tells a checked call
+        # from an unchecked one: the judge picks and reads the handed-over bytes afterwards.
+        like = ctx.judge.plan.get("expected_like")
+        idxs = [(first + k) % len(sets) for k in range(batch)]
+        _pre_call(ops, like, int(ctx.timing_seeds[idxs[0]]))
+        t0 = time.perf_counter()
+        ctx.judge.request("go", {"set": first, "count": batch})  # the judge writes the sets' fresh values, lets go
+        t1 = time.perf_counter()
+        ms_all, metas, outs = [], [], []
+        phases = {"go_reply": (t1 - t0) * 1e3, "timer": 0.0, "handover": 0.0, "sync": 0.0, "pre_call": 0.0}
+        for k, idx in enumerate(idxs):
+            if k:
+                _pre_call(ops, like, int(ctx.timing_seeds[idx]))
+                phases["pre_call"] += (time.perf_counter() - t3) * 1e3
+            if ctx.timing_copied:  # on the judge's clock, as is the kernel's read of them in place otherwise
+                _refill(ctx, idx)
+            t1 = time.perf_counter()
+            ms, out = clock.interval(lambda idx=idx: model_new(*sets[idx]), sync_before_end=False, lead_us=lead_us)
+            t2 = time.perf_counter()
+            metas.append(ctx.judge.handover(out, ctx.out_offset + k * ctx.out_capacity, ctx.out_capacity))
+            t3 = time.perf_counter()
+            phases["timer"] += (t2 - t1) * 1e3
+            phases["handover"] += (t3 - t2) * 1e3
+            ms_all.append(ms)
+            outs.append(out)
+        ops.sync()
+        phases["sync"] = (time.perf_counter() - t3) * 1e3
+        ctx.judge.request("called", {"set": first, "ms": ms_all, "outputs": metas, "phases_ms": phases})
+        # In-process evidence from here on (it can fail a kernel, never pass one).
+        # Threads alive the moment a timed batch returned: work running past the return (T2).
+        threads_seen.append(threading.active_count())
+        for idx, out in zip(idxs, outs, strict=True):
+            if isinstance(out, torch.Tensor):
+                # Memoisation (T8): the storage last returned for this same input set handed back again. Sets rotate
+                # per call, so one output buffer reused and recomputed for every set (a real CUDA-L1 kernel) last went
+                # out for another set; its contents are checked like any timed output.
+                last = next((i for (o, _, i) in reversed(recent) if _same_storage(out, o)), None)
+                if not replayed and last is not None and (last == idx or len(ctx.timing_inputs) < 2):
+                    replayed.append(f"a timed call on input set {idx} returned the storage of an earlier call's "
+                                    f"output for the same inputs")
+                recent.append((out, G.fingerprint(out), idx))
+                del recent[:-max(3, batch)]
+        return ms_all
+
+    kernel = Subject("kernel", lambda i: model_new(*sets[i]), timed=timed_calls)
 
     def judge_round(subject: str):
         def remote(start: int, n: int, timed: bool) -> list[float]:
@@ -620,7 +616,7 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
     try:
         with tf32(None):
             time_verified(subjects, len(sets), ops, VerifiedBudget(
-                min_iters=s.verified_min_iters, max_iters=s.verified_max_iters,
+                min_iters=s.timed_min_iters(), max_iters=s.verified_max_iters,
                 target_rel_stderr=s.verified_target_rel_stderr, max_seconds_per_subject=s.verified_seconds_per_subject,
                 warmup_seconds=s.verified_warmup_seconds if ops.is_cuda else 0.0, launch_lead_us=lead_us))
         ops.sync()

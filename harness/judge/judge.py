@@ -40,6 +40,7 @@ from problems.module import exec_source, forward_arg_names
 from ..measure.compare import abs_max, below_rounding, error_stats, unread_stats
 from ..measure.device import Clock, DeviceOps
 from ..measure.guard_registry import outcome
+from ..measure.pre_call import pre_call
 from ..measure.precision import casts, torch_dtype
 from ..measure.record import ErrorStats, GuardOutcome, TrialResult
 from ..measure.reference import build_model, environment, module_to, pytorch_default_flags, tf32
@@ -48,7 +49,7 @@ from ..scoring.protocols import VERIFIED
 from ..wire import messages as M
 from ..wire.conn import Conn, Malformed, WireError
 from ..wire.device_buffer import emulated
-from ..wire.job import JobSpec
+from ..wire.job import WITNESS_MIN_RELEASES, JobSpec
 from ..wire.sealed import OutputSlot, write_sealed
 from ..wire.shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, handover_buffer, pack_args
 from .adversarial import NAMES as ADVERSARIAL_NAMES
@@ -121,10 +122,12 @@ def placement(nbytes: int, *, cuda: bool, device_cached: int, host_cached: int, 
     return None
 
 
-def most_timed_calls(settings) -> int:
+def most_timed_calls(settings, kernel: bool = False) -> int:
     """Timed calls of one subject (the kernel, each baseline) an evaluation may report or ask for: the timer's most
-    iterations and one request's worth beyond (it stops after the round that reached them)."""
-    return max(settings.verified_min_iters, settings.verified_max_iters) + M.BASELINE_CALLS_PER_REQUEST
+    iterations and one request's worth beyond (it stops after the round that reached them), and for the kernel a
+    batch's more (``kernel``: its round ends with a whole batch)."""
+    return max(settings.timed_min_iters(), settings.verified_max_iters) + M.BASELINE_CALLS_PER_REQUEST \
+        + (settings.timed_batch if kernel else 0)
 
 
 def check_probability(fraction: float, min_iters: int) -> float:
@@ -151,42 +154,53 @@ def _parallel_text(w: dict) -> str:
     return "" if p is None else f", of which {p:.3g} ms the tree ran beside the worker per call (median CPU beyond wall)"
 
 
+def _released_text(batch: int) -> str:
+    """What one interval of the judge's clock spans, as the witness's detail says it."""
+    return "per timed call" if batch == 1 else f"per release of {batch} timed calls"
+
+
 def _quantile(xs: list[float], q: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
 def timing_floor(intervals_ms: list[float], reported_ms: list[float], calibration_ms: list[float], *,
-                 cuda: bool, tree_cpu_ms: list[float] | None = None, threads: int = 1) -> dict:
-    """What the judge's clock allows for the kernel, from per-call intervals (release to hand-over report), the
-    reported times of the same calls and the judge's own calibration samples of everything else in an interval.
+                 cuda: bool, tree_cpu_ms: list[float] | None = None, threads: int = 1, batch: int = 1) -> dict:
+    """What the judge's clock allows for the kernel, from per-release intervals (release to hand-over report of a
+    batch of ``batch`` calls), the reported times of those calls (``batch`` per interval, in order) and the judge's own
+    calibration samples of everything else in an interval (per release, for the whole batch).
 
-    ``hidden``: interval time that neither the report nor the calibrated overhead explains: a low quantile of each
-    (per call for the report), since scheduler delays only add time. Unpaired on purpose: a call's own calibration
-    samples (taken right after it) made a noisier estimate on the loaded CPU host (the per-call differences' median
-    varied by 0.13-0.26 ms between evaluations against 0.05 ms for this; cpu_witness_resolution.md).
-    ``credited_ms``: the median report, raised by whatever is hidden beyond the credit allowance (fixed: absolute plus
-    a share of the report, never the calibration's spread), so a forged clock gains at most that allowance per call.
-    ``ok``: False where the hidden time is beyond the witness allowance (which the spread widens: a forgery, not
-    noise). ``tree_cpu_ms`` (a CPU run: the candidate's tree's CPU time per call, release to report): what the tree
-    ran beyond ``threads`` times the call's wall time, less a small allowance, ran beside the worker; each call is
-    credited at least its report plus that, and the median of those raises ``credited_ms``."""
+    ``hidden``: interval time per call that neither the report nor the calibrated overhead explains: a low quantile of
+    each (per release for the report), since scheduler delays only add time. Unpaired on purpose: a release's own
+    calibration samples (taken right after it) made a noisier estimate on the loaded CPU host (the per-call
+    differences' median varied by 0.13-0.26 ms between evaluations against 0.05 ms for this;
+    cpu_witness_resolution.md). ``credited_ms``: the median report, raised by whatever is hidden beyond the credit
+    allowance (fixed: an absolute part per release, shared by its calls, plus a share of the report, never the
+    calibration's spread), so a forged clock gains at most that allowance per call. ``ok``: False where the hidden
+    time is beyond the witness allowance (which the spread widens: a forgery, not noise). ``tree_cpu_ms`` (a CPU
+    run: the candidate's tree's CPU time per release, release to report): what the tree ran beyond ``threads``
+    times the interval, less a small allowance, ran beside the worker; each call is credited at least its report plus
+    its share of that, and the median of those raises ``credited_ms``."""
     kind = "cuda" if cuda else "cpu"
+    if len(reported_ms) != batch * len(intervals_ms):
+        raise ValueError(f"{len(reported_ms)} reported times for {len(intervals_ms)} releases of {batch}")
     med = statistics.median(reported_ms)
-    unexplained = [i - r for i, r in zip(intervals_ms, reported_ms, strict=True)]
+    batches = [reported_ms[k * batch:(k + 1) * batch] for k in range(len(intervals_ms))]
+    unexplained = [i - sum(r) for i, r in zip(intervals_ms, batches, strict=True)]
     overhead = _quantile(calibration_ms, QUANTILE)
-    hidden = _quantile(unexplained, QUANTILE) - overhead
-    spread = _quantile(calibration_ms, 0.5) - overhead
-    credit_slack = CREDIT_SLACK_MS[kind] + CREDIT_SLACK_REL * med
-    witness_slack = WITNESS_SLACK_MS[kind] + WITNESS_SLACK_REL * med + SPREAD_FACTOR * spread
+    hidden = (_quantile(unexplained, QUANTILE) - overhead) / batch
+    spread = (_quantile(calibration_ms, 0.5) - overhead) / batch
+    credit_slack = CREDIT_SLACK_MS[kind] / batch + CREDIT_SLACK_REL * med
+    witness_slack = WITNESS_SLACK_MS[kind] / batch + WITNESS_SLACK_REL * med + SPREAD_FACTOR * spread
     credited = max(med, med + hidden - credit_slack)
     out = {"reported_median_ms": med, "overhead_ms": overhead, "hidden_ms": hidden, "spread_ms": spread,
-           "credit_slack_ms": credit_slack, "witness_slack_ms": witness_slack, "ok": hidden <= witness_slack}
+           "credit_slack_ms": credit_slack, "witness_slack_ms": witness_slack, "ok": hidden <= witness_slack,
+           "batch": batch}
     if tree_cpu_ms is not None:
-        parallel = [max(0.0, c - threads * i - PARALLEL_SLACK_MS - PARALLEL_SLACK_REL * i)
+        parallel = [max(0.0, c - threads * i - PARALLEL_SLACK_MS - PARALLEL_SLACK_REL * i) / batch
                     for c, i in zip(tree_cpu_ms, intervals_ms, strict=True)]
         out["parallel_median_ms"] = statistics.median(parallel)
-        credited = max(credited, statistics.median(r + p for r, p in zip(reported_ms, parallel, strict=True)))
+        credited = max(credited, statistics.median(r + p for b, p in zip(batches, parallel, strict=True) for r in b))
     out["credited_ms"] = credited
     return out
 
@@ -324,7 +338,7 @@ class Judge:
         self.names = forward_arg_names(self.mod)
         self.domains = {k: Domain(v) for k, v in job.domains.items()}
         self.naive_plan, self.verified_plan, self.skipped_distributions = trial_plan(job, self.mod, self.names)
-        self.timing_seeds = job.fresh_seeds[-self.settings.timing_input_sets:]
+        self.timing_seeds = job.fresh_seeds[-self.settings.timing_set_count():]
         # A bf16/fp16 run: inputs, parameters and the reference Model in that dtype (None: fp32, nothing cast).
         self.precision = self.settings.precision
         self.dtype = torch_dtype(self.precision)
@@ -361,7 +375,7 @@ class Judge:
         its trials says anything about another's. What depends on them is dropped; KernelBench's model stays."""
         self.job = self.job.model_copy(update={"fresh_seeds": list(fresh_seeds), "perturb_seed": int(perturb_seed)})
         self.naive_plan, self.verified_plan, self.skipped_distributions = trial_plan(self.job, self.mod, self.names)
-        self.timing_seeds = self.job.fresh_seeds[-self.settings.timing_input_sets:]
+        self.timing_seeds = self.job.fresh_seeds[-self.settings.timing_set_count():]
         self._values = None
         self._models = {k: m for k, m in self._models.items() if k[0] == "default"}
         self._cache.clear()
@@ -538,7 +552,8 @@ class Judge:
 
             threading.Thread(target=echo, name="judge-echo", daemon=True).start()
             self._echo = Conn(mine)
-        sample = {"set": 0, "ms": 1.0, "output": {"type": "tensor", "shape": [1], "dtype": "float32"}}
+        n = self.settings.timed_batch  # a report of a batch's size
+        sample = {"set": 0, "ms": [1.0] * n, "outputs": [{"type": "tensor", "shape": [1], "dtype": "float32"}] * n}
         t0 = time.perf_counter()
         self._echo.send("called", M.payload(M.parse("called", sample)))
         self._echo.recv(with_fds=True)
@@ -594,9 +609,11 @@ class Session:
         self._last_exp: tuple[tuple, Expected] | None = None
         # (arrival of a timed call's report, when the judge let it go on): the time between letting one call
         # go and hearing of the next is the candidate process's alone
-        self.calls: list[tuple[float, float]] = []  # (the judge's interval, the reported time) per timed call, ms
+        # (the judge's interval, the reported times of its calls) per release of a batch of timed calls, ms
+        self.calls: list[tuple[float, list[float]]] = []
         self.calibration_ms: list[float] = []  # the judge's own samples of everything else in such an interval
-        self._released: tuple[int, float] | None = None  # the timed call let go (its input set) and when
+        self.batch = judge.settings.timed_batch  # timed calls per release (each on its own input set)
+        self._released: tuple[int, float] | None = None  # the batch let go (its first input set) and when
         self._naive_released: float | None = None
         self.naive: dict | None = None  # the naive loop as the judge's clock saw it (naive_floor)
         self.naive_reported_ms: list[float] = []
@@ -607,12 +624,13 @@ class Session:
         self.phases: list[dict] = []  # each timed call's time as the candidate process split it (evidence, in details)
         self.cal_phases: list[dict] = []  # the in-process calibration's split, beside it
         self.protocol_error: str | None = None
-        # The output file offered for the next handed-over output (host hand-over: harness.wire.sealed), whether the
-        # last report's file was sealed as it arrived, and the outputs that were not.
-        self.slot: OutputSlot | None = None
-        self.out_off, self.out_cap, self.out_bytes = 0, 0, 0  # the timed calls' output: offset, room, expected size
+        # The output files offered for the next handed-over outputs (host hand-over: harness.wire.sealed; one per call
+        # of a batch), whether each was sealed as the report arrived, and the outputs that were not.
+        self.slots: list[OutputSlot] = []
+        # the timed calls' output: the first call's offset (call k of a batch: k rooms on), room, expected size
+        self.out_off, self.out_cap, self.out_bytes = 0, 0, 0
         self.trials_placed = 0
-        self._sealed_at_arrival: bool | None = None
+        self._sealed_at_arrival: list[bool] = []
         self.sealed_outputs = 0
         self.unsealed: list[str] = []
         self.timing_started: float | None = None
@@ -661,25 +679,34 @@ class Session:
         """Outputs come back in sealed files (harness.wire.sealed): wherever the hand-over is in host memory."""
         return not isinstance(self.buf, DeviceSharedBuffer)
 
-    def _offer_slot(self, cap: int, expected_bytes: int) -> tuple[dict, list[int] | None]:
-        """A fresh output file for the next handed-over output (reply fields and descriptors to pass with the reply
-        that precedes the call; nothing where the hand-over is in device memory)."""
+    def _offer_slot(self, cap: int, expected_bytes: int, count: int = 1) -> tuple[dict, list[int] | None]:
+        """Fresh output files for the next handed-over outputs, ``count`` of them (reply fields and descriptors to pass
+        with the reply that precedes the call or batch; nothing where the hand-over is in device memory)."""
         if not self.sealing:
             return {}, None
-        if self.slot is not None:
-            self.slot.close()
-        self.slot = OutputSlot(cap, allocate=expected_bytes)
-        return {"slot": cap}, [self.slot.fd]
+        self._close_slots()
+        self.slots = [OutputSlot(cap, allocate=expected_bytes) for _ in range(count)]
+        return {"slot": cap, "slots": count}, [s.fd for s in self.slots]
+
+    def _close_slots(self) -> None:
+        for slot in self.slots:
+            slot.close()
+        self.slots = []
+
+    def _take_slots(self) -> list[OutputSlot | None]:
+        """The files the reported outputs came in, in call order (None each where the hand-over is in device memory)."""
+        slots, self.slots = self.slots, []
+        return slots or [None] * self.batch
 
     def _seal_check(self) -> None:
-        """As a report arrives, before anything else: is the offered file sealed (nothing can change it from now on)?"""
-        self._sealed_at_arrival = self.slot.sealed() if self.slot is not None else None
+        """As a report arrives, before anything else: is each offered file sealed (nothing can change it from now on)?"""
+        self._sealed_at_arrival = [s.sealed() for s in self.slots]
 
-    def _note_seal(self, sent: M.Output, slot: OutputSlot | None, what: str) -> None:
+    def _note_seal(self, sent: M.Output, slot: OutputSlot | None, what: str, sealed: bool) -> None:
         """An output of tensor type in a file that was not sealed as its report arrived is a breach (sealed_handover):
         its bytes could still change."""
         if slot is not None and sent.type == "tensor":
-            if self._sealed_at_arrival:
+            if sealed:
                 self.sealed_outputs += 1
             else:
                 self.unsealed.append(what)
@@ -710,9 +737,9 @@ class Session:
         finally:
             self.timing_sets = []
             self._end_timing()
-            for slot in (self.slot, self._cal_slot):
-                if slot is not None:
-                    slot.close()
+            self._close_slots()
+            if self._cal_slot is not None:
+                self._cal_slot.close()
             self.buf.close()  # GiBs at full size: the judge serves every later candidate of its problem
         return self._result()
 
@@ -796,6 +823,9 @@ class Session:
         elif kind == "guard_output" and self.timing_started is not None:
             self._guard_output(req)
         elif kind == "timing_done" and self.timing_started is not None:
+            if self.timed_calls_reported < (least := j.settings.timed_min_iters()):  # too few for the witness
+                raise M.ProtocolBreach(f"ended timing after {self.timed_calls_reported} timed calls of the kernel, "
+                                       f"fewer than the {least} the timer makes")
             self.timing_sets = []
             self._end_timing()
             self.j.release()
@@ -806,11 +836,12 @@ class Session:
         return True
 
     # -- helpers --------------------------------------------------------------------------------------
-    def _out_slot(self, in_bytes: int, exp: Expected) -> tuple[int, int]:
-        """Where the candidate writes its output: after the inputs, room for the expected shape in any dtype."""
+    def _out_slot(self, in_bytes: int, exp: Expected, count: int = 1) -> tuple[int, int]:
+        """Where the candidate writes its output: after the inputs, room for the expected shape in any dtype (``count``
+        rooms one after another, for a batch's calls)."""
         n = exp.out.numel() if isinstance(exp.out, torch.Tensor) else 0
         cap = n * 8 if n * 8 <= 2**30 else exp.nbytes
-        self.buf.ensure(in_bytes + (0 if self.sealing else cap))
+        self.buf.ensure(in_bytes + (0 if self.sealing else count * cap))
         return (0 if self.sealing else in_bytes), cap
 
     def _receive_output(self, offset: int, cap: int, exp: Expected, what: str) -> tuple[ErrorStats | None, str | None]:
@@ -818,19 +849,21 @@ class Session:
         with self._clock("waiting"):
             kind, meta = self.conn.recv(timeout=self.j.settings.eval_timeout_s)
         self._seal_check()
-        slot, self.slot = self.slot, None  # the file this output came in, if any
+        sealed = bool(self._sealed_at_arrival and self._sealed_at_arrival[0])
+        slot = self._take_slots()[0]  # the file this output came in, if any
         try:
             with self._clock("compare"):
-                return self._judge_output(kind, meta, offset, cap, exp, slot=slot, what=what)
+                return self._judge_output(kind, meta, offset, cap, exp, slot=slot, what=what, sealed=sealed)
         finally:
             if slot is not None:
                 slot.close()
 
     def _judge_output(self, kind: str, meta: Any, offset: int, cap: int, exp: Expected,
                       snapshot: torch.Tensor | None = None, slot: OutputSlot | None = None,
-                      what: str = "") -> tuple[ErrorStats | None, str | None]:
+                      what: str = "", sealed: bool = False) -> tuple[ErrorStats | None, str | None]:
         """(stats, exception text) of an output: read from ``snapshot`` (already copied), else from the file it came
-        in (``slot``), else from the shared buffer at ``offset``. ``what``: its seal is noted here, under that name."""
+        in (``slot``), else from the shared buffer at ``offset``. ``what``: its seal (``sealed``: its file was sealed
+        as the report arrived) is noted here, under that name."""
         if kind != "output":
             self.protocol_error = f"sent {kind!r} {str(meta)[:120]} where its output was due"
             raise WireError(self.protocol_error)
@@ -840,7 +873,7 @@ class Session:
             self.protocol_error = f"sent a malformed output ({exc})"
             raise
         if what:
-            self._note_seal(sent, slot, what)
+            self._note_seal(sent, slot, what, sealed)
         if sent.type == "exception":
             return None, sent.text[-4000:]
         if sent.type != "tensor":
@@ -928,7 +961,7 @@ class Session:
         self.timing_specs = [(1.0, None)] * len(self.timing_sets)
         self.timing_choices = sorted({(t.scale, t.distribution if t.distribution in ADVERSARIAL_NAMES else None)
                                       for t in j.verified_plan}, key=lambda s: (s[1] or "", s[0]))
-        off, cap = self._out_slot(sum(args_nbytes(s) for s in self.timing_sets), first)
+        off, cap = self._out_slot(sum(args_nbytes(s) for s in self.timing_sets), first, self.batch)
         descs, base = [], 0
         with self._paused("placing the timing sets"):
             for s in self.timing_sets:
@@ -940,9 +973,9 @@ class Session:
         self.out_off, self.out_cap, self.out_bytes = off, cap, first.returned_nbytes
         self.timing_started = time.perf_counter()
         # Each set's forward seed (the one its expected output was computed under) and the output's size: the timed
-        # calls get the same pre-call work as the judged ones. The first timed call's output file comes with it, each
-        # later one's with the reply to the call before (outside every interval).
-        slot, fds = self._offer_slot(cap, self.out_bytes)
+        # calls get the same pre-call work as the judged ones. The first batch's output files come with it, each
+        # later one's with the reply to the batch before (outside every interval).
+        slot, fds = self._offer_slot(cap, self.out_bytes, self.batch)
         self._send("timing_inputs", {"sets": descs, "size": self.buf.size, "out_offset": off, "out_capacity": cap,
                                      "forward_seeds": [forward_seed(seed) for _key, seed in self.timing_keys],
                                      "expected_like": self.like, **slot}, fds=fds)
@@ -1063,66 +1096,86 @@ class Session:
         """Timing set ``idx``'s current distribution (x1 before its first renewal)."""
         return self.timing_specs[idx] if idx < len(self.timing_specs) else (1.0, None)
 
+    def _batch_sets(self, first: int) -> list[int]:
+        """The input sets of a batch's calls, in order, from its first."""
+        return [(first + k) % len(self.timing_keys) for k in range(self.batch)]
+
     def _go(self, req: M.Go) -> None:
         if req.set >= len(self.timing_keys):
             raise M.ProtocolBreach("timed call on an unknown input set")
+        if req.count != self.batch:  # fewer calls per release would buy each a larger share of the allowance
+            raise M.ProtocolBreach(f"asked to start {req.count} timed call(s) at once where the judge lets {self.batch} go")
         if self._released is not None:
             raise M.ProtocolBreach("asked to start a timed call before reporting the last one")
         with self._paused("renewing a timed call's inputs"):  # no helper of the candidate's reads them as they land
-            self._renew(req.set)
+            for idx in self._batch_sets(req.set):
+                self._renew(idx)
         self._cpu_at_release = self.tree_cpu.ms() if self.tree_cpu is not None else None
         self._released = (req.set, time.perf_counter())  # read before the reply goes out: never late
         self._send("go")
 
     def _called(self, req: M.Called) -> None:
         arrived = self._arrived
-        idx = req.set
-        if self._released is None or self._released[0] != idx or req.ms is None or req.output is None:
+        first = req.set
+        if self._released is None or self._released[0] != first or req.ms is None or req.outputs is None:
             raise M.ProtocolBreach("a timed call reported that was not let go, or without its time and output")
+        if len(req.ms) != self.batch or len(req.outputs) != self.batch:
+            raise M.ProtocolBreach(f"a batch of {self.batch} timed calls reported {len(req.ms)} time(s) and "
+                                   f"{len(req.outputs)} output(s)")
         released, self._released = self._released[1], None
         if self._cpu_at_release is not None and (now := self.tree_cpu.ms()) is not None:
             self.call_cpu_ms.append(now - self._cpu_at_release)
-        self.timed_calls_reported += 1  # each may cost the judge an expected output and a comparison: bounded
-        if self.timed_calls_reported > most_timed_calls(self.j.settings):
-            raise M.ProtocolBreach(f"reported more than {most_timed_calls(self.j.settings)} timed calls")
-        self.calls.append(((arrived - released) * 1e3, req.ms))
+        self.timed_calls_reported += self.batch  # each may cost the judge an expected output and a comparison: bounded
+        if self.timed_calls_reported > (most := most_timed_calls(self.j.settings, kernel=True)):
+            raise M.ProtocolBreach(f"reported more than {most} timed calls")
+        self.calls.append(((arrived - released) * 1e3, list(req.ms)))
         if req.phases_ms is not None:
             self.phases.append(req.phases_ms.model_dump())
-        self.reported_kernel_ms.append(req.ms)
-        # Decided only now, after the whole output was handed over: unpredictable to the call, and the bytes it reads
-        # are those in the shared buffer, whatever the candidate's process would do on a read.
+        self.reported_kernel_ms.extend(req.ms)
+        # Decided only now, after every output of the batch was handed over: unpredictable to the calls, and the bytes
+        # it reads are those handed over, whatever the candidate's process would do on a read.
         s = self.j.settings
         p = check_probability(s.timed_check_fraction, s.verified_min_iters)
-        if self.check_seconds > s.timed_check_seconds:  # checks' references past their budget: a few more expected
-            p = min(p, 4.0 / most_timed_calls(s))
-        slot, self.slot = self.slot, None
-        self._note_seal(req.output, slot, f"timed call {self.timed_calls_reported} (set {idx})")
+        sealed = self._sealed_at_arrival
+        slots = self._take_slots()
+        done = self.timed_calls_reported - self.batch
+        for k, (idx, sent, slot) in enumerate(zip(self._batch_sets(first), req.outputs, slots, strict=True)):
+            self._note_seal(sent, slot, f"timed call {done + k + 1} (set {idx})", bool(sealed and sealed[k]))
         # Paused: nothing of the candidate's contends with the calibration (which would enlarge what it explains).
         with self._paused("checking a timed call and calibrating"):
             try:
-                if self.j.rng.random() < p:
-                    self._check_timed(req.output, idx, slot)
+                if self.check_seconds > s.timed_check_seconds:  # checks' references past their budget: a few more
+                    p = min(p, 4.0 / most_timed_calls(s))
+                picked = [(idx, sent, slot, bool(sealed and sealed[k]),
+                           self.out_off + (0 if slot is not None else k * self.out_cap))
+                          for k, (idx, sent, slot) in enumerate(zip(self._batch_sets(first), req.outputs, slots,
+                                                                    strict=True)) if self.j.rng.random() < p]
+                # every picked output's bytes copied before any reference is computed (device memory has no seal)
+                with self._clock("compare"):
+                    snapshots = [None if slot is not None and sealed_k else self._snapshot(sent, slot, offset)
+                                 for _idx, sent, slot, sealed_k, offset in picked]
+                for (idx, sent, slot, _sealed, offset), snapshot in zip(picked, snapshots, strict=True):
+                    self._check_timed(sent, idx, slot, offset, snapshot)
             finally:
-                if slot is not None:
-                    slot.close()
-            with self._clock("calibration"):  # two per call: the calibration's low quantile is the steadier for it
+                for slot in slots:
+                    if slot is not None:
+                        slot.close()
+            with self._clock("calibration"):  # two per batch: the calibration's low quantile is the steadier for it
                 self.calibration_ms += [self._calibrate(), self._calibrate()]
-        fields, fds = self._offer_slot(self.out_cap, self.out_bytes)  # the next timed call's output file
+        fields, fds = self._offer_slot(self.out_cap, self.out_bytes, self.batch)  # the next batch's output files
         self._send("ok", fields, fds=fds)
 
-    def _check_timed(self, sent: M.Output, idx: int, slot: OutputSlot | None) -> None:
+    def _check_timed(self, sent: M.Output, idx: int, slot: OutputSlot | None, offset: int,
+                     snapshot: torch.Tensor | None) -> None:
         """Judge a timed call's handed-over output against its own inputs' reference. Sealed in its file it is read
-        when needed; bytes in a shared buffer (a device hand-over, or a file left unsealed) are copied first, before
-        the reference is computed, so bytes written after the report are not what is judged."""
-        with self._clock("compare"):
-            sealed = slot is not None and self._sealed_at_arrival
-            snapshot = None if sealed else self._snapshot(sent, slot)
+        when needed; bytes in a shared buffer (a device hand-over at ``offset``, or a file left unsealed) come as
+        ``snapshot``, copied before any reference was computed, so bytes written after the report are not judged."""
         t0 = time.perf_counter()
         with self._clock("expected"):
             exp = self._expected_timing(idx)
         self.check_seconds += time.perf_counter() - t0
         with self._clock("compare"):
-            st, exc = self._judge_output("output", M.payload(sent), self.out_off, self.out_cap, exp,
+            st, exc = self._judge_output("output", M.payload(sent), offset, self.out_cap, exp,
                                          snapshot=snapshot, slot=slot)
         if exp.nonfinite:  # as a trial whose reference is NaN/Inf (fp16 past 65504 on a hidden draw): not counted
             return
@@ -1148,18 +1201,20 @@ class Session:
                 "dim_order": sent.dim_order}
         return (slot or self.buf).read(desc, self.j.device)
 
-    def _snapshot(self, sent: M.Output, slot: OutputSlot | None = None) -> torch.Tensor | None:
-        """A checked timed call's output copied into the judge's memory the moment its report arrives, before the
-        expected output is computed. None where nothing would be read."""
-        return self._read(sent, self.out_off, slot) if self._readable(sent, self.out_like[0], self.out_cap) else None
+    def _snapshot(self, sent: M.Output, slot: OutputSlot | None, offset: int) -> torch.Tensor | None:
+        """A checked timed call's output copied into the judge's memory before its expected output is computed (from
+        the shared buffer at ``offset`` where it came in no file). None where nothing would be read."""
+        return self._read(sent, offset, slot) if self._readable(sent, self.out_like[0], self.out_cap) else None
 
     def _calibrate(self) -> float:
-        """One sample, here and now (the candidate process waits for the reply), of everything in a timed call's
-        interval besides the kernel. From the calibration peer where there is one (a timed call without the kernel,
-        made by a process placed as the candidate's is); else here: a message round trip, the timer around nothing
-        (with its launch hold) and the hand-over of an output of the expected size."""
+        """One sample, here and now (the candidate process waits for the reply), of everything in a release's interval
+        besides the kernel. From the calibration peer where there is one and a release lets one call go (a timed call
+        without the kernel, made by a process placed as the candidate's is); else here: a message round trip, then per
+        call of the batch the timer around nothing (with its launch hold) and the hand-over of an output of the
+        expected size, the pre-call work between calls (each call after a batch's first does it inside the
+        interval), and the sync at the batch's end."""
         j = self.j
-        if j.peer is not None:
+        if j.peer is not None and self.batch == 1:
             ms = j.peer.sample(self.like)
             if ms is not None:
                 self.calibrated_by.add("peer")
@@ -1176,18 +1231,34 @@ class Session:
         if fits and self.sealing and self._cal_slot is None:
             # an output file allocated as the candidate's are, written again by every sample (a sealed one could not be)
             self._cal_slot = OutputSlot(self.out_cap, allocate=self.out_bytes)
-        j.ops.sync()
-        t0 = time.perf_counter()
-        Clock(j.ops).interval(lambda: None, sync_before_end=False, lead_us=lead)
-        t1 = time.perf_counter()
-        if fits and self._cal_slot is not None:
-            write_sealed(self._cal_slot.fd, self._cal_out, seal=False)
-        elif fits:
-            self.buf.write(self._cal_out, self.out_off)
-        j.ops.sync()
-        t2 = time.perf_counter()
-        self.cal_phases.append({"round_trip": rt, "timer": (t1 - t0) * 1e3, "handover": (t2 - t1) * 1e3})
-        return rt + (t2 - t0) * 1e3
+        like = (math.prod(self.out_like[0]), self.out_like[1]) if self.like else None
+        phases = {"round_trip": rt, "pre_call": 0.0, "timer": 0.0, "handover": 0.0}
+        # pre_call seeds torch's generators as the candidate's are seeded: the judge's own are put back afterwards
+        with torch.random.fork_rng(devices=[torch.cuda.current_device()] if j.ops.is_cuda else []):
+            j.ops.sync()
+            t_start = time.perf_counter()
+            for k in range(self.batch):
+                t0 = time.perf_counter()
+                if k:
+                    pre_call(j.ops, like, k)
+                t1 = time.perf_counter()
+                Clock(j.ops).interval(lambda: None, sync_before_end=False, lead_us=lead)
+                t2 = time.perf_counter()
+                if fits and self._cal_slot is not None:
+                    write_sealed(self._cal_slot.fd, self._cal_out, seal=False)
+                elif fits:
+                    self.buf.write(self._cal_out, self.out_off + k * self.out_cap)
+                t3 = time.perf_counter()
+                phases["pre_call"] += (t1 - t0) * 1e3
+                phases["timer"] += (t2 - t1) * 1e3
+                phases["handover"] += (t3 - t2) * 1e3
+            j.ops.sync()
+            t_end = time.perf_counter()
+        phases["handover"] += (t_end - t3) * 1e3
+        if self.batch == 1:
+            del phases["pre_call"]
+        self.cal_phases.append(phases)
+        return rt + (t_end - t_start) * 1e3
 
     def _naive_done(self, req: M.NaiveDone) -> None:
         interval = (self._arrived - self._naive_released) * 1e3
@@ -1226,11 +1297,12 @@ class Session:
         """The kernel times the candidate process reported against the judge's clock: the credited times
         (``timing_floor``, ``naive_floor``) and the ``timing_witness`` guard."""
         problems = []
-        if len(self.calls) >= 3 and self.calibration_ms:
+        if len(self.calls) >= WITNESS_MIN_RELEASES and self.calibration_ms:
             intervals = [i for i, _ in self.calls]
             cpu = self.call_cpu_ms if len(self.call_cpu_ms) == len(self.calls) else None
-            floor = timing_floor(intervals, [r for _, r in self.calls], self.calibration_ms, cuda=self.j.ops.is_cuda,
-                                 tree_cpu_ms=cpu, threads=self.j.settings.torch_threads("cpu") or 1)
+            floor = timing_floor(intervals, [r for _, rs in self.calls for r in rs], self.calibration_ms,
+                                 cuda=self.j.ops.is_cuda, tree_cpu_ms=cpu,
+                                 threads=self.j.settings.torch_threads("cpu") or 1, batch=self.batch)
             floor["interval_median_ms"] = statistics.median(intervals)
             failure = self.j.peer.failure if self.j.peer is not None else None
             floor["calibrated_by"] = "+".join(sorted(self.calibrated_by)) + (f" (peer failed: {failure})" if failure else "")
@@ -1239,24 +1311,25 @@ class Session:
             self.witness = floor
             if not floor["ok"]:
                 problems.append(
-                    f"judge's clock: {floor['interval_median_ms']:.4g} ms per timed call (median), of which "
-                    f"{floor['overhead_ms']:.4g} ms are the timer's and the hand-over's own work as measured here; "
-                    f"the candidate process reported {floor['reported_median_ms']:.4g} ms, leaving {floor['hidden_ms']:.4g}"
-                    f" ms unexplained (allowed {floor['witness_slack_ms']:.3g} ms; calibrated by "
-                    f"{floor['calibrated_by']}){_phases_text(floor)}")
+                    f"judge's clock: {floor['interval_median_ms']:.4g} ms {_released_text(self.batch)} (median), of "
+                    f"which {floor['overhead_ms']:.4g} ms are the timer's and the hand-over's own work as measured "
+                    f"here; the candidate process reported {floor['reported_median_ms']:.4g} ms per call, leaving "
+                    f"{floor['hidden_ms']:.4g} ms per call unexplained (allowed {floor['witness_slack_ms']:.3g} ms; "
+                    f"calibrated by {floor['calibrated_by']}){_phases_text(floor)}")
         # The naive loop stays timed as KernelBench published it (the candidate process's own timer): its bracket on
         # this clock is evidence only. Verified's credit meets the naive speedup only as a ceiling, never above its
         # own judge-clocked estimate (harness.scoring.protocols), so a forged naive time cannot raise it; and a loop of
         # sub-millisecond trials on a loaded host gives the bracket whole scheduler slices that no trial contains.
-        if len(self.calls) < 3 and not problems:
+        if len(self.calls) < WITNESS_MIN_RELEASES and not problems:
             self.guards.append(outcome("timing_witness", True, applicable=False, detail="too few timed calls to witness"))
             return
         w = getattr(self, "witness", None)
         n = self.naive or {}
         self.guards.append(outcome("timing_witness", not problems, detail="; ".join(problems) if problems else
-                                   f"judge's clock {w['interval_median_ms']:.4g} ms per timed call, reported "
-                                   f"{w['reported_median_ms']:.4g} ms + {w['overhead_ms']:.4g} ms overhead, "
-                                   f"{w['hidden_ms']:.3g} ms unexplained (credited {w['credited_ms']:.4g} ms"
+                                   f"judge's clock {w['interval_median_ms']:.4g} ms {_released_text(self.batch)}, "
+                                   f"reported {w['reported_median_ms']:.4g} ms per call + {w['overhead_ms']:.4g} ms "
+                                   f"overhead, {w['hidden_ms']:.3g} ms per call unexplained (credited "
+                                   f"{w['credited_ms']:.4g} ms"
                                    f"{_parallel_text(w)}; calibrated "
                                    f"by {w['calibrated_by']}){_phases_text(w)}; naive "
                                    f"loop: at least {n.get('floor_ms', 0):.4g} ms per trial, reported "

@@ -56,9 +56,10 @@ class Subject:
     samples: list[float] = field(default_factory=list)
     on_output: Callable[[int, object], None] | None = None
     remote: Callable[[int, int, bool], list[float]] | None = None
-    # One whole timed iteration done by the caller (pre-call work, the call, the output's hand-over), returning the
-    # time it measured: the candidate's kernel, whose iterations the judge's clock encloses.
-    timed: Callable[[int], float] | None = None
+    # Whole timed iterations done by the caller from an input set on (pre-call work, the call, the output's hand-over;
+    # one, or a batch the judge lets go at once), returning the times it measured: the candidate's kernel, whose
+    # iterations the judge's clock encloses.
+    timed: Callable[[int], list[float]] | None = None
 
     def call(self, idx: int) -> None:
         if self.remote is not None:
@@ -113,7 +114,8 @@ def time_verified(subjects: list[Subject], n_sets: int, ops: DeviceOps, budget: 
                 it += budget.round_size
                 spent[s.name] += time.perf_counter() - t0
                 continue
-            for _ in range(budget.round_size):
+            target = len(s.samples) + budget.round_size
+            while len(s.samples) < target:
                 # Each subject walks the sets in turn on its own count, so two consecutive calls of it never see
                 # the same set (a kernel that recomputes into one reused output buffer is then told from one
                 # that hands back the output it kept for that set).
@@ -121,7 +123,7 @@ def time_verified(subjects: list[Subject], n_sets: int, ops: DeviceOps, budget: 
                 it += 1
                 t0 = time.perf_counter()
                 if s.timed is not None:
-                    s.samples.append(s.timed(idx))
+                    s.samples.extend(s.timed(idx))
                     spent[s.name] += time.perf_counter() - t0
                     continue
                 ms, out = verified_call(clock, ops, functools.partial(s.fn, idx), budget.launch_lead_us)

@@ -11,6 +11,10 @@ from ..measure.precision import Precision
 PRESPAWN_MIN_CPUS = 8  # below it the spare process's imports compete with the measured one
 
 
+# Releases of timed calls the judge's clock needs to witness a kernel's reported times (timing_witness).
+WITNESS_MIN_RELEASES = 3
+
+
 class EvalSettings(BaseModel):
     """Knobs of one evaluation. Defaults follow DESIGN.md; tests shrink them."""
 
@@ -38,7 +42,18 @@ class EvalSettings(BaseModel):
                             "(harness.candidate.clock_peer: a second process and, on a GPU, a second context, as the candidate "
                             "is); 'judge' (default), in the judge's own process: on the H200 both calibrated a small "
                             "kernel's call alike (0.40-0.53 ms), and the peer holds a CUDA context per judge")
-    timing_input_sets: int = Field(3, description="rotating input sets for verified timing (distinct pointers)")
+    timing_input_sets: int = Field(3, description="rotating input sets for verified timing (distinct pointers); at "
+                                                  "least timed_batch are laid out")
+    timed_batch: int = Field(
+        1, ge=1, le=16, description="verified timed calls of the kernel the judge lets go at once, back to back, each "
+                                    "on its own input set with fresh values: the judge's clock then spans the batch, "
+                                    "and what a release costs beyond the calls (the candidate process's wake-up, two "
+                                    "message transits) is shared by its calls instead of paid by each, so the timing "
+                                    "witness resolves shorter kernels (docs/isolation.md). Meant for a GPU: each "
+                                    "call's pre-call work lies inside the batch, and on a CPU (a 64 MiB cache flush) "
+                                    "the sandboxed worker did it 1.3-2x slower than the judge's calibration, so "
+                                    "honest kernels failed the witness (benchmarks/results/cpu_witness_batch.md). "
+                                    "1: a release per call (default until measured on the GPU)")
     expected_bytes_budget: int = Field(
         24 * 2**30, description="host memory a judge keeps expected outputs in, per problem (and at most a fifth of "
                                 "the machine's memory shared by max_judges judges); beyond it they are recomputed "
@@ -140,6 +155,15 @@ class EvalSettings(BaseModel):
         if self.cpu_threads:
             return self.cpu_threads
         return 1 if device == "cpu" else None
+
+    def timed_min_iters(self) -> int:
+        """Verified timed calls of each subject at the least: the timer's minimum, and enough releases of the kernel's
+        batches for the judge's clock to witness (a low quantile over releases)."""
+        return max(self.verified_min_iters, WITNESS_MIN_RELEASES * self.timed_batch)
+
+    def timing_set_count(self) -> int:
+        """Input sets the verified timing rotates over: at least one per call of a batch."""
+        return max(self.timing_input_sets, self.timed_batch)
 
     def prespawns(self) -> bool:
         """Whether the evaluator starts each next candidate process ahead (``prespawn_worker`` resolved)."""

@@ -81,10 +81,16 @@ class Output(Request):
         return self
 
 
+# Timed calls the judge may let go at once (EvalSettings.timed_batch), each on its own input set.
+MAX_BATCH = 16
+
+
 class Go(Request):
-    """Let the timed call on input set ``set`` start: the judge's clock for that call starts with its reply."""
+    """Let the timed calls on input sets ``set`` .. ``set + count - 1`` (modulo the sets) start, back to back: the
+    judge's clock for the batch starts with its reply."""
 
     set: NonNegative
+    count: Annotated[int, Field(gt=0, le=MAX_BATCH)] = 1
 
 
 class CallPhases(Request):
@@ -96,15 +102,17 @@ class CallPhases(Request):
     timer: FiniteMs
     handover: FiniteMs
     sync: FiniteMs
+    pre_call: FiniteMs = 0.0  # a batch's pre-call work between its calls (inside the interval)
 
 
 class Called(Request):
-    """A timed call returned and its whole output is in the shared buffer (``output``): on which input set, and the
-    kernel time the candidate process measured."""
+    """A batch of timed calls returned and each one's whole output was handed over (``outputs``, in call order): the
+    batch's first input set, and the kernel time the candidate process measured per call. ``phases_ms``: the batch's
+    (go_reply once, the other phases summed over its calls)."""
 
     set: NonNegative
-    ms: FiniteMs | None = None
-    output: Output | None = None
+    ms: list[FiniteMs] | None = Field(None, max_length=MAX_BATCH)
+    outputs: list[Output] | None = Field(None, max_length=MAX_BATCH)
     phases_ms: CallPhases | None = None
 
 
