@@ -565,13 +565,14 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
         t1 = time.perf_counter()
         ms_all, metas, outs = [], [], []
         phases = {"go_reply": (t1 - t0) * 1e3, "timer": 0.0, "handover": 0.0, "sync": 0.0, "pre_call": 0.0}
+        t3 = t1
         for k, idx in enumerate(idxs):
             if k:
                 _pre_call(ops, like, int(ctx.timing_seeds[idx]))
-                phases["pre_call"] += (time.perf_counter() - t3) * 1e3
             if ctx.timing_copied:  # on the judge's clock, as is the kernel's read of them in place otherwise
                 _refill(ctx, idx)
             t1 = time.perf_counter()
+            phases["pre_call"] += (t1 - t3) * 1e3
             ms, out = clock.interval(lambda idx=idx: model_new(*sets[idx]), sync_before_end=False, lead_us=lead_us)
             t2 = time.perf_counter()
             metas.append(ctx.judge.handover(out, ctx.out_offset + k * ctx.out_capacity, ctx.out_capacity))
