@@ -38,7 +38,7 @@ from .builds import (
 from .candidate.load import source_hash
 from .children import Setup
 from .measure.device import usable_cpus
-from .sandbox import own, read_bounded, run_module
+from .sandbox import disk, own, read_bounded, run_module
 
 
 class Builder:
@@ -87,8 +87,21 @@ class Builder:
             return list(pool.map(self.build, sources))
 
     def _build_locked(self, source: str, ext: Path, marker: Path, problem_id: str | None = None) -> BuildResult:
+        # Both folders the build may write are capped (harness.sandbox.disk): its extensions folder is moved onto the
+        # cache's disk only once the build is filed, and whatever a failed build left there is dropped with its tmpfs.
         setup = self.setup
         work = Path(tempfile.mkdtemp(prefix="build-", dir=setup.tmp_root))
+        disk.cap(work, setup.settings.sandbox_disk_bytes)
+        ext_capped = disk.cap(ext, setup.settings.sandbox_disk_bytes)
+        try:
+            return self._run_build(source, work, ext, marker, problem_id)
+        finally:
+            disk.release(work)
+            if ext_capped and disk.is_capped(ext):  # not filed: the tmpfs and what the build left in it go
+                disk.uncap(ext)
+
+    def _run_build(self, source: str, work: Path, ext: Path, marker: Path, problem_id: str | None) -> BuildResult:
+        setup = self.setup
         src_path = work / "candidate_src.py"
         src_path.write_text(source)
         args = [str(src_path)]
@@ -112,14 +125,12 @@ class Builder:
         left = _folder_bytes(ext)
         if left > setup.settings.max_build_folder_bytes:
             _empty(ext)
-            shutil.rmtree(work, ignore_errors=True)
             return BuildResult(False, res.seconds, f"the build left {left / 2**20:.0f} MiB in its extensions folder, "
                                "over the limit (EvalSettings.max_build_folder_bytes)", False)
         # A build process that ended after the import succeeded ended in the constructor run after it, which the
         # evaluation runs again and reports: not a compile error.
         imported = (work / IMPORTED_MARKER).exists()
         self._make_missing_pchs(work / "pch-requests.jsonl")
-        shutil.rmtree(work, ignore_errors=True)
         if res.timed_out:
             return BuildResult(False, res.seconds, f"build exceeded {setup.settings.build_timeout_s:.0f} s", False, True)
         if res.memory_exceeded:
@@ -128,6 +139,7 @@ class Builder:
         if res.returncode != 0 and not imported:
             err = res.stderr_tail or res.stdout_tail or f"build process ended with {res.signal_name or res.returncode}"
             return BuildResult(False, res.seconds, err, False)
+        disk.persist(ext)  # onto the cache's disk (a folder the cache keeps for good)
         # Filed by this process: the hash of every shared object the build left, checked before each later load.
         marker.write_text(json.dumps({"built": datetime.now(UTC).isoformat(), "sha256": _file_hashes(ext)}))
         return BuildResult(True, res.seconds, "", False)

@@ -45,7 +45,7 @@ from .measure.record import (
     ShapeCheck,
 )
 from .roofline_bound import roofline_for
-from .sandbox import EXT_MOUNT, wait_child
+from .sandbox import EXT_MOUNT, disk, wait_child
 from .scoring import shapes
 from .scoring.protocols import PROTOCOLS, Protocol, ProtocolResult, score
 from .scoring.static_scan import scan
@@ -86,7 +86,7 @@ class Evaluator:
         self.keep_temp = keep_temp
         # Reference outputs and work folders live here (tens of MB per problem): removed on close, and
         # also when an evaluator nobody closed is collected or the interpreter exits.
-        self._remove_tmp = None if keep_temp else weakref.finalize(self, shutil.rmtree, self._tmp_root, True)
+        self._remove_tmp = weakref.finalize(self, _remove_root, self._tmp_root, keep_temp)
         self._builder = Builder(self._setup)
         self._judges = JudgePool(self._setup)  # made after _remove_tmp: at exit its judges end before the folder goes
         self._workers = Workers(self._setup)
@@ -99,8 +99,7 @@ class Evaluator:
             self._shape_ev.close()
         self._workers.discard_spares()
         self._judges.close()
-        if self._remove_tmp is not None:
-            self._remove_tmp()
+        self._remove_tmp()
 
     def __enter__(self) -> Evaluator:
         return self
@@ -294,10 +293,14 @@ class Evaluator:
             record.phase_seconds.update({f"judge_{k}": float(v) for k, v in spent.items()
                                          if isinstance(v, (int, float)) and k.isidentifier()})
         record.stdout_tail = (res.stdout_tail or "")[-2000:]
-        if record.status in ("compile_error", "runtime_error") and _disk_full(record.error or "", slot.work):
+        # The host's disk (the evaluator's temporary root's), not the candidate's capped work folder: filling that is
+        # the candidate's own error.
+        if record.status in ("compile_error", "runtime_error") and _disk_full(record.error or "", self._tmp_root):
             raise HarnessError(f"the evaluation ran out of disk (not the candidate's fault): {(record.error or '')[-500:]}")
+        if (note := disk.capped_note()) and note not in record.provenance.notes:
+            record.provenance.notes.append(note)
         if not self.keep_temp:
-            shutil.rmtree(slot.work, ignore_errors=True)
+            disk.release(slot.work)
 
     # -- extra shapes (harness.scoring.shapes) ------------------------------------------------------------------
     def _shape_evaluator(self) -> Evaluator:
@@ -347,6 +350,16 @@ class Evaluator:
         record.shapes.sort(key=lambda s: int(s.name.removeprefix("shape")))
         record.shape_specialised = shapes.specialised(record)
         record.phase_seconds["shapes"] = time.perf_counter() - t0
+
+
+def _remove_root(root: Path, keep: bool) -> None:
+    """The evaluator's temporary root at its end: every capped folder under it unmounted (its files first copied onto
+    the disk below where the root is kept), then the root removed unless kept."""
+    if keep:
+        disk.persist_under(root)
+        return
+    disk.release_under(root)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 def _witness_only_failure(record: MeasurementRecord) -> str | None:

@@ -8,7 +8,6 @@ import contextlib
 import dataclasses
 import json
 import os
-import shutil
 import socket
 import tempfile
 import threading
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from .children import Setup
-from .sandbox import Child, Policy, default_memory_limit, spawn_module
+from .sandbox import Child, Policy, default_memory_limit, disk, spawn_module
 from .wire import messages as M
 
 
@@ -53,7 +52,7 @@ class _Spare(NamedTuple):
             if self.child.proc.stdin is not None:
                 self.child.proc.stdin.close()
         self.slot.close_fds()
-        shutil.rmtree(self.slot.work, ignore_errors=True)
+        disk.release(self.slot.work)
 
 
 class Workers:
@@ -69,6 +68,7 @@ class Workers:
         cand, judge = socket.socketpair()
         cand.set_inheritable(True)
         work = Path(tempfile.mkdtemp(prefix="cand-", dir=self.setup.tmp_root))
+        disk.cap(work, self.setup.settings.sandbox_disk_bytes)  # the candidate's writes, its build's copy included
         (work / "kv-ext").mkdir()
         return _Slot(work, read_fd, write_fd, cand, judge, self.setup.policy(work, work / "kv-ext"))
 
@@ -104,7 +104,7 @@ class Workers:
                 child = self.spawn(slot, "--spare")
             except OSError:
                 slot.close_fds()
-                shutil.rmtree(slot.work, ignore_errors=True)
+                disk.release(slot.work)
                 return
             spare = _Spare(child, slot)
             with self._lock:

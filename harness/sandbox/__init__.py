@@ -7,6 +7,7 @@
     untrusted  reading a file in a folder candidate code could write
 """
 
+from . import disk
 from .launch import (
     Child,
     ChildResult,
@@ -21,6 +22,6 @@ from .launch import (
 from .policy import EXT_MOUNT, UID_BASE, UID_COUNT, Policy, SandboxUnavailable, own, tools
 from .untrusted import read_bounded
 
-__all__ = ["EXT_MOUNT", "UID_BASE", "UID_COUNT", "Child", "ChildResult", "Policy", "SandboxUnavailable",
+__all__ = ["disk", "EXT_MOUNT", "UID_BASE", "UID_COUNT", "Child", "ChildResult", "Policy", "SandboxUnavailable",
            "default_memory_limit", "kill_group", "own", "read_bounded", "run_module", "spawn_module", "tail", "tools", "tree_rss",
            "wait_child"]

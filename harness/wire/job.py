@@ -84,6 +84,13 @@ class EvalSettings(BaseModel):
     sandbox_tmp_bytes: int = Field(
         2 * 2**30, gt=0, description="size of a sandbox's private /tmp and of its /dev/shm (each a tmpfs, counted in "
                                      "its memory)")
+    sandbox_disk_bytes: int = Field(
+        4 * 2**30, gt=0, description="what a sandboxed process may write to its folders on disk (a build's work and "
+                                     "extensions folders, an evaluation's work folder and its copy of the build): a "
+                                     "tmpfs of this size the evaluator mounts over each (harness.sandbox.disk), "
+                                     "charged to the writer's memory; a write beyond it fails with ENOSPC inside the "
+                                     "sandbox, the candidate's error. Where the evaluator may not mount (not root) the "
+                                     "folders lie on the host disk, uncapped, and the record says so")
     build_timeout_s: float = 900.0
     build_niceness: int = Field(
         10, ge=0, le=19, description="CPU priority of build processes and their compilers below the candidate "
