@@ -165,7 +165,7 @@ class JudgePool:
         """Seeds drawn now, by this process, for one candidate's trials, timing sets, perturbation and construction."""
         settings = self.setup.settings
         n_seeds = seeds_needed(settings.verified_base_trials, settings.verified_adversarial_trials) \
-            + settings.timing_set_count()
+            + max(settings.timing_input_sets, settings.timed_batch)
         return {"fresh_seeds": [secrets.randbelow(2**31 - 1) for _ in range(n_seeds)],
                 "perturb_seed": secrets.randbelow(2**31 - 1)}
 

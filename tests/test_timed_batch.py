@@ -124,3 +124,14 @@ def test_batches_over_the_device_hand_over(monkeypatch):
     assert "inputs and outputs handed over in shared device memory" in r.record.provenance.notes
     assert not _failed(r) and not r.results["verified"].failing_distributions, r.results["verified"].reasons
     assert "timed_outputs_correct" in caught_names(d), d.results["verified"].reasons
+
+
+def test_a_problem_whose_sets_exceed_the_budget_gets_smaller_batches():
+    # level1/19's small-size input is 2 MiB: a budget of 5 MiB admits batches of 2, and the witness says so.
+    settings = SETTINGS.model_copy(update={"timed_batch_bytes": 5 * 2**20})
+    with harness.Evaluator("cpu", "small", settings=settings) as ev:
+        r = ev.evaluate(HONEST, RELU)
+    w = r.record.guard("timing_witness")
+    assert "per release of 2 timed calls" in w.detail, w.detail
+    assert not _failed(r), r.results["verified"].reasons
+

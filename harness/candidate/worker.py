@@ -549,7 +549,7 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
     clock = Clock(ops)
     lead_us = s.verified_launch_lead_us if ops.can_hold else 0.0
 
-    batch = s.timed_batch
+    batch = max(1, int(ctx.judge.plan.get("batch", 1)))  # the judge's, for this problem (Judge._timed_batch)
 
     def timed_calls(first: int) -> list[float]:
         # The pre-call work of a judged call (none of it through torch's dispatcher), then the judge's clock: from its

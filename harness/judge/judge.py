@@ -338,10 +338,11 @@ class Judge:
         self.names = forward_arg_names(self.mod)
         self.domains = {k: Domain(v) for k, v in job.domains.items()}
         self.naive_plan, self.verified_plan, self.skipped_distributions = trial_plan(job, self.mod, self.names)
-        self.timing_seeds = job.fresh_seeds[-self.settings.timing_set_count():]
         # A bf16/fp16 run: inputs, parameters and the reference Model in that dtype (None: fp32, nothing cast).
         self.precision = self.settings.precision
         self.dtype = torch_dtype(self.precision)
+        self.batch = self._timed_batch()
+        self.timing_seeds = job.fresh_seeds[-self._timing_set_count():]
         # Device work of preparing waits while another judge of this evaluator times on the device (harness.judge.gate)
         self.gate = DeviceGate()
         with self.gate.hold("prepare"):
@@ -375,7 +376,7 @@ class Judge:
         its trials says anything about another's. What depends on them is dropped; KernelBench's model stays."""
         self.job = self.job.model_copy(update={"fresh_seeds": list(fresh_seeds), "perturb_seed": int(perturb_seed)})
         self.naive_plan, self.verified_plan, self.skipped_distributions = trial_plan(self.job, self.mod, self.names)
-        self.timing_seeds = self.job.fresh_seeds[-self.settings.timing_set_count():]
+        self.timing_seeds = self.job.fresh_seeds[-self._timing_set_count():]
         self._values = None
         self._models = {k: m for k, m in self._models.items() if k[0] == "default"}
         self._cache.clear()
@@ -442,6 +443,18 @@ class Judge:
                 m = None
         self._models[key] = m
         return m
+
+    def _timed_batch(self) -> int:
+        """Timed calls per release for this problem: ``timed_batch``, fewer where that many input sets would take more
+        than ``timed_batch_bytes`` (each call of a batch has a set of its own)."""
+        asked = self.settings.timed_batch
+        if asked == 1:
+            return 1
+        one = args_nbytes(self.inputs(self.job.fresh_seeds[-1], 1.0))
+        return max(1, min(asked, self.settings.timed_batch_bytes // max(1, one)))
+
+    def _timing_set_count(self) -> int:
+        return max(self.settings.timing_input_sets, self.batch)
 
     def inputs(self, seed: int, scale: float, distribution: str | None = None) -> list[Any]:
         drawn = make_inputs(self.mod.get_inputs, self.names, seed, scale, self.domains, self.device, distribution)
@@ -612,7 +625,7 @@ class Session:
         # (the judge's interval, the reported times of its calls) per release of a batch of timed calls, ms
         self.calls: list[tuple[float, list[float]]] = []
         self.calibration_ms: list[float] = []  # the judge's own samples of everything else in such an interval
-        self.batch = judge.settings.timed_batch  # timed calls per release (each on its own input set)
+        self.batch = judge.batch  # timed calls per release (each on its own input set)
         self._released: tuple[int, float] | None = None  # the batch let go (its first input set) and when
         self._naive_released: float | None = None
         self.naive: dict | None = None  # the naive loop as the judge's clock saw it (naive_floor)
@@ -724,7 +737,7 @@ class Session:
         j = self.j
         hello = {"naive": len(j.naive_plan), "verified": [t.distribution for t in j.verified_plan],
                  "construction_seed": construction_seed(j.job.perturb_seed),
-                 "timing_sets": len(j.timing_seeds), "size": self.buf.size, "compile_baseline": j.compiled is not None,
+                 "timing_sets": len(j.timing_seeds), "batch": j.batch, "size": self.buf.size, "compile_baseline": j.compiled is not None,
                  "buffer": self.handover}
         try:
             self._send("hello", hello, fds=[self.buf.fd])

@@ -43,7 +43,7 @@ class EvalSettings(BaseModel):
                             "is); 'judge' (default), in the judge's own process: on the H200 both calibrated a small "
                             "kernel's call alike (0.40-0.53 ms), and the peer holds a CUDA context per judge")
     timing_input_sets: int = Field(3, description="rotating input sets for verified timing (distinct pointers); at "
-                                                  "least timed_batch are laid out")
+                                                  "least as many as a batch's calls are laid out")
     timed_batch: int = Field(
         1, ge=1, le=16, description="verified timed calls of the kernel the judge lets go at once, back to back, each "
                                     "on its own input set with fresh values: the judge's clock then spans the batch, "
@@ -84,6 +84,9 @@ class EvalSettings(BaseModel):
     sandbox_tmp_bytes: int = Field(
         2 * 2**30, gt=0, description="size of a sandbox's private /tmp and of its /dev/shm (each a tmpfs, counted in "
                                      "its memory)")
+    timed_batch_bytes: int = Field(
+        2 * 2**30, gt=0, description="memory the input sets of one timed batch may take (each call has a set of its "
+                                     "own): a problem whose sets are larger gets fewer calls per release, down to one")
     sandbox_disk_bytes: int = Field(
         4 * 2**30, gt=0, description="what a sandboxed process may write to its folders on disk (a build's work and "
                                      "extensions folders, an evaluation's work folder and its copy of the build): a "
@@ -167,10 +170,6 @@ class EvalSettings(BaseModel):
         """Verified timed calls of each subject at the least: the timer's minimum, and enough releases of the kernel's
         batches for the judge's clock to witness (a low quantile over releases)."""
         return max(self.verified_min_iters, WITNESS_MIN_RELEASES * self.timed_batch)
-
-    def timing_set_count(self) -> int:
-        """Input sets the verified timing rotates over: at least one per call of a batch."""
-        return max(self.timing_input_sets, self.timed_batch)
 
     def prespawns(self) -> bool:
         """Whether the evaluator starts each next candidate process ahead (``prespawn_worker`` resolved)."""
