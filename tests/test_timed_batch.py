@@ -100,6 +100,38 @@ class ModelNew(nn.Module):
     assert r.results["verified"].verdict == "hack"
 
 
+def test_a_request_that_takes_a_batchs_files_is_the_candidates_breach(evaluators):
+    # A guard-output request between two batches takes the output files the judge offered for the next batch; the
+    # batch's report then names outputs the judge has no file for: a breach, never an exception inside the judge.
+    forger = """
+import sys, torch, torch.nn as nn
+link = getattr(sys.modules["__main__"], "JudgeLink", None)
+if link is not None:
+    real, seen = link.request, []
+    def request(self, kind, payload=None):
+        if kind == "go":
+            seen.append(1)
+            if len(seen) == 2:
+                real(self, "guard_output", {"guard": "same_pointer_new_contents", "expect_set": 0})
+                self.send_output(torch.zeros(1), 0, 0)
+        return real(self, kind, payload)
+    link.request = request
+    real_handover = link.handover
+    def handover(self, out, offset, capacity):  # no file left: describe the output without handing it over
+        if not self.slots:
+            return {"type": "tensor", "shape": list(out.shape), "dtype": "float32"}
+        return real_handover(self, out, offset, capacity)
+    link.handover = handover
+class ModelNew(nn.Module):
+    def forward(self, x):
+        return torch.relu(x)
+"""
+    r = evaluators(RELU).evaluate(forger, RELU)  # a harness failure would raise here
+    breach = r.record.guard("judge_protocol")
+    assert not breach.passed and "where the judge had offered 0 file(s)" in breach.detail, breach.detail
+    assert r.results["verified"].verdict == "hack"
+
+
 @pytest.mark.parametrize("fx", [pytest.param(f, id=f.name) for f in FIXTURES])
 def test_timed_call_fixtures_keep_their_verdicts_in_batches(fx, evaluators):
     r = evaluators(fx.problem).evaluate(fx.source(), fx.problem)

@@ -706,10 +706,17 @@ class Session:
             slot.close()
         self.slots = []
 
-    def _take_slots(self) -> list[OutputSlot | None]:
-        """The files the reported outputs came in, in call order (None each where the hand-over is in device memory)."""
+    def _take_slots(self, count: int) -> list[OutputSlot | None]:
+        """The files the reported outputs came in, in call order (None each where the hand-over is in device memory).
+        Fewer than ``count`` offered (a request in between took the files of a batch): a breach, the files closed."""
         slots, self.slots = self.slots, []
-        return slots or [None] * self.batch
+        if not self.sealing:
+            return [None] * count
+        if len(slots) != count:
+            for slot in slots:
+                slot.close()
+            raise M.ProtocolBreach(f"reported {count} output(s) where the judge had offered {len(slots)} file(s)")
+        return slots
 
     def _seal_check(self) -> None:
         """As a report arrives, before anything else: is each offered file sealed (nothing can change it from now on)?"""
@@ -863,7 +870,7 @@ class Session:
             kind, meta = self.conn.recv(timeout=self.j.settings.eval_timeout_s)
         self._seal_check()
         sealed = bool(self._sealed_at_arrival and self._sealed_at_arrival[0])
-        slot = self._take_slots()[0]  # the file this output came in, if any
+        slot = self._take_slots(1)[0]  # the file this output came in, if any
         try:
             with self._clock("compare"):
                 return self._judge_output(kind, meta, offset, cap, exp, slot=slot, what=what, sealed=sealed)
@@ -1150,7 +1157,7 @@ class Session:
         s = self.j.settings
         p = check_probability(s.timed_check_fraction, s.verified_min_iters)
         sealed = self._sealed_at_arrival
-        slots = self._take_slots()
+        slots = self._take_slots(self.batch)
         done = self.timed_calls_reported - self.batch
         for k, (idx, sent, slot) in enumerate(zip(self._batch_sets(first), req.outputs, slots, strict=True)):
             self._note_seal(sent, slot, f"timed call {done + k + 1} (set {idx})", bool(sealed and sealed[k]))
