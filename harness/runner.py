@@ -191,13 +191,11 @@ class Evaluator:
             record.roofline = None
         ext = self.extensions_dir(source)
         unmeasured = record.model_copy(deep=True)
-        with judge.lock:
+        with judge.lock:  # held across both measurements: the judge weighs the second with the first it just made
             self._measure_with(judge, record, source, problem, ext)
-        if self.settings.witness_remeasure and (why := _witness_only_failure(record)):
-            record, record.remeasured = unmeasured, why
-            judge = self.judge(problem)  # the same judge unless it was ended meanwhile
-            with judge.lock:
-                self._measure_with(judge, record, source, problem, ext)
+            if self.settings.witness_remeasure and (why := _witness_only_failure(record)):
+                record, record.remeasured = unmeasured, why
+                self._measure_with(judge, record, source, problem, ext, pool_witness=True)
         if self.settings.extra_shapes and record.status == "ok":
             self._check_shapes(record, source, problem, built)
         record.eval_seconds = time.perf_counter() - started
@@ -205,7 +203,7 @@ class Evaluator:
 
     # -- the candidate process (harness.workers), its record (harness.assemble) ---------------------
     def _measure_with(self, judge: _JudgeHandle, record: MeasurementRecord, source: str, problem: P.Problem,
-                      ext: Path) -> None:
+                      ext: Path, pool_witness: bool = False) -> None:
         spare = self._workers.take_spare()
         slot = spare.slot if spare is not None else self._workers.new_slot()
         record.worker_prespawned = spare is not None
@@ -221,6 +219,7 @@ class Evaluator:
         # Started before the judge is told to serve it: the judge gets its cgroup's freezer with the session.
         child = spare.child if spare is not None else self._workers.spawn(slot, "--job-on-stdin")
         serve, fds = self._judges.fresh_seeds(), [slot.judge_sock.fileno()]
+        serve["pool_witness"] = pool_witness
         freezer = _open_freezer(child)
         if freezer is not None:
             serve["freezer"], freezer_fds = freezer
@@ -364,7 +363,9 @@ def _remove_root(root: Path, keep: bool) -> None:
 
 def _witness_only_failure(record: MeasurementRecord) -> str | None:
     """Why to measure a candidate again: timing_witness is the only `hack` guard its measurement failed (on a loaded
-    host an honest call's wake-up can exceed the witness's allowance; a forged clock fails again). None otherwise."""
+    host an honest call's wake-up can exceed the witness's allowance). The judge then weighs both measurements'
+    series together: the calls of a forged clock hide time in both, a load that delayed one measurement's calls is
+    outweighed by the other's. None otherwise."""
     failed = [g for g in record.guards if not g.passed and g.applicable and g.severity == "hack"]
     if record.status != "ok" or [g.name for g in failed] != ["timing_witness"]:
         return None

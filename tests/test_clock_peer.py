@@ -91,4 +91,5 @@ def test_peer_calibrated_witness_credits_an_honest_kernel_and_catches_a_forged_c
     assert not g.passed and "calibrated by peer" in g.detail, g.detail
     assert forged.results["verified"].verdict == "hack"
     assert forged.record.remeasured.startswith("timing_witness failed on the first measurement"), "measured twice"
+    assert "with the first measurement's" in g.detail, g.detail  # the second weighed with the first
     assert _peers_running() == before  # ended with the evaluator

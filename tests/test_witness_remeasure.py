@@ -1,6 +1,7 @@
 """A candidate whose only failed `hack` guard is timing_witness is measured a second time and keeps that record
-(EvalSettings.witness_remeasure): on the loaded 2-core CI host an honest C++ ReLU once failed the witness on one
-evaluation of two. The forged clocks of tests/test_clock_peer.py and tests/test_hack_fixtures.py fail both."""
+(EvalSettings.witness_remeasure), whose witness the judge weighs over both measurements' series: on the loaded 2-core
+CI host an honest C++ ReLU once failed the witness on one evaluation of two. The forged clocks of
+tests/test_clock_peer.py and tests/test_hack_fixtures.py fail both."""
 
 from __future__ import annotations
 
@@ -29,8 +30,10 @@ def _evaluator(monkeypatch, measurements: list[list], **settings) -> tuple[harne
     ev = harness.Evaluator("cpu", "small", settings=EvalSettings(**settings))
     made = []
 
-    def measure_with(self, judge, record, source, problem, ext):
+    def measure_with(self, judge, record, source, problem, ext, pool_witness=False):
         assert not record.guards, "a second measurement starts from a fresh record"
+        assert pool_witness is bool(made), "the second measurement, and only it, is weighed with the first"
+        assert judge.lock.locked(), "the judge is held across both measurements"
         record.guards.extend(measurements[len(made)])
         made.append(record)
 

@@ -154,6 +154,12 @@ def _parallel_text(w: dict) -> str:
     return "" if p is None else f", of which {p:.3g} ms the tree ran beside the worker per call (median CPU beyond wall)"
 
 
+def _pooled_text(w: dict) -> str:
+    """A second measurement's witness says it weighed the first's releases too."""
+    n = w.get("pooled_releases")
+    return f" [with the first measurement's {n} releases]" if n else ""
+
+
 def _released_text(batch: int) -> str:
     """What one interval of the judge's clock spans, as the witness's detail says it."""
     return "per timed call" if batch == 1 else f"per release of {batch} timed calls"
@@ -364,6 +370,7 @@ class Judge:
         self.rng = random.SystemRandom()
         self._echo: Conn | None = None  # the judge's own peer for timing a message round trip
         self.peer: PeerLink | None = None  # the calibration peer (harness.candidate.clock_peer), when the runner started one
+        self.last_witness_series: dict | None = None  # the last session's series on the judge's clock (Judge.serve)
         self.compiled: Any = None
         self.compile_seconds: float | None = None
         self.compile_error: str | None = None
@@ -584,15 +591,23 @@ class Judge:
         return _quantile(samples, QUANTILE)
 
     # -- one candidate ----------------------------------------------------------------------------------
-    def serve(self, conn: Conn, pause: Pause | None = None, tree_cpu: TreeCpu | None = None) -> dict:
-        return Session(self, conn, pause, tree_cpu).run()
+    def serve(self, conn: Conn, pause: Pause | None = None, tree_cpu: TreeCpu | None = None,
+              pool_witness: bool = False) -> dict:
+        """One candidate's session. ``pool_witness``: this is a second measurement of the candidate just served (the
+        parent asks for one after a witness-only failure, holding the judge meanwhile): the judge's clock weighs both
+        measurements' series together, so the second adds evidence and never replaces the first."""
+        prior = self.last_witness_series if pool_witness else None
+        self.last_witness_series = None
+        return Session(self, conn, pause, tree_cpu, prior).run()
 
 
 class Session:
     """The judge's side of one candidate's evaluation: a strict sequence of requests."""
 
-    def __init__(self, judge: Judge, conn: Conn, pause: Pause | None = None, tree_cpu: TreeCpu | None = None) -> None:
+    def __init__(self, judge: Judge, conn: Conn, pause: Pause | None = None, tree_cpu: TreeCpu | None = None,
+                 prior: dict | None = None) -> None:
         self.j, self.conn = judge, conn
+        self.prior = prior  # the first measurement's series, to weigh with this one's (Judge.serve's pool_witness)
         self.pause = pause  # freezes the candidate's tree while the judge writes inputs, calibrates, times baselines
         # The tree's CPU time, read at each timed call's release and report (CPU runs only: a GPU worker's own
         # threads are the driver's): what ran beside the worker is charged to the call (timing_floor's parallel).
@@ -1318,12 +1333,22 @@ class Session:
         (``timing_floor``, ``naive_floor``) and the ``timing_witness`` guard."""
         problems = []
         if len(self.calls) >= WITNESS_MIN_RELEASES and self.calibration_ms:
-            intervals = [i for i, _ in self.calls]
-            cpu = self.call_cpu_ms if len(self.call_cpu_ms) == len(self.calls) else None
-            floor = timing_floor(intervals, [r for _, rs in self.calls for r in rs], self.calibration_ms,
-                                 cuda=self.j.ops.is_cuda, tree_cpu_ms=cpu,
+            series = {"intervals": [i for i, _ in self.calls], "reported": [r for _, rs in self.calls for r in rs],
+                      "calibration": list(self.calibration_ms), "batch": self.batch,
+                      "cpu": list(self.call_cpu_ms) if len(self.call_cpu_ms) == len(self.calls) else None}
+            self.j.last_witness_series = series
+            pooled = self.prior is not None and self.prior["batch"] == self.batch
+            if pooled:  # a second measurement: both measurements' calls and calibrations weighed together
+                first = self.prior
+                series = {k: first[k] + series[k] for k in ("intervals", "reported", "calibration")} | {
+                    "batch": self.batch,
+                    "cpu": first["cpu"] + series["cpu"] if first["cpu"] is not None and series["cpu"] is not None
+                    else None}
+            floor = timing_floor(series["intervals"], series["reported"], series["calibration"],
+                                 cuda=self.j.ops.is_cuda, tree_cpu_ms=series["cpu"],
                                  threads=self.j.settings.torch_threads("cpu") or 1, batch=self.batch)
-            floor["interval_median_ms"] = statistics.median(intervals)
+            floor["interval_median_ms"] = statistics.median(series["intervals"])
+            floor["pooled_releases"] = len(self.prior["intervals"]) if pooled else 0
             failure = self.j.peer.failure if self.j.peer is not None else None
             floor["calibrated_by"] = "+".join(sorted(self.calibrated_by)) + (f" (peer failed: {failure})" if failure else "")
             floor["candidate_phases_ms"] = _medians(self.phases)
@@ -1335,7 +1360,7 @@ class Session:
                     f"which {floor['overhead_ms']:.4g} ms are the timer's and the hand-over's own work as measured "
                     f"here; the candidate process reported {floor['reported_median_ms']:.4g} ms per call, leaving "
                     f"{floor['hidden_ms']:.4g} ms per call unexplained (allowed {floor['witness_slack_ms']:.3g} ms; "
-                    f"calibrated by {floor['calibrated_by']}){_phases_text(floor)}")
+                    f"calibrated by {floor['calibrated_by']}){_pooled_text(floor)}{_phases_text(floor)}")
         # The naive loop stays timed as KernelBench published it (the candidate process's own timer): its bracket on
         # this clock is evidence only. Verified's credit meets the naive speedup only as a ceiling, never above its
         # own judge-clocked estimate (harness.scoring.protocols), so a forged naive time cannot raise it; and a loop of
@@ -1351,7 +1376,7 @@ class Session:
                                    f"overhead, {w['hidden_ms']:.3g} ms per call unexplained (credited "
                                    f"{w['credited_ms']:.4g} ms"
                                    f"{_parallel_text(w)}; calibrated "
-                                   f"by {w['calibrated_by']}){_phases_text(w)}; naive "
+                                   f"by {w['calibrated_by']}){_pooled_text(w)}{_phases_text(w)}; naive "
                                    f"loop: at least {n.get('floor_ms', 0):.4g} ms per trial, reported "
                                    f"{n.get('reported_mean_ms', 0):.4g} ms" if w else ""))
 
@@ -1470,8 +1495,9 @@ def main(control_fd: int, peer_fd: int | None = None) -> int:
                 tree_cpu = TreeCpu(str(payload["cpu_usage"]), rest.pop())
             if isinstance(payload, dict) and payload.get("freezer") and rest:
                 pause = Pause(str(payload["freezer"]), rest)
+            pool = isinstance(payload, dict) and bool(payload.get("pool_witness"))
             try:
-                result = judge.serve(session, pause, tree_cpu)
+                result = judge.serve(session, pause, tree_cpu, pool_witness=pool)
             finally:
                 session.close()
                 if pause is not None:

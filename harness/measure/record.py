@@ -254,7 +254,8 @@ class MeasurementRecord(_Stored):
     problem_flags: list[str] = Field(default_factory=list)
     remeasured: str | None = Field(
         None, description="this is the candidate's second measurement (EvalSettings.witness_remeasure): why, with the "
-                          "first measurement's timing_witness detail")
+                          "first measurement's timing_witness detail. The judge's clock weighed both measurements' "
+                          "series together for this record's witness and credit")
     shapes: list[ShapeCheck] = Field(default_factory=list, description="extra shapes checked (EvalSettings.extra_shapes)")
     shapes_note: str | None = Field(None, description="why fewer extra shapes were checked than asked for, or none")
     shape_specialised: bool | None = Field(

@@ -110,9 +110,9 @@ class EvalSettings(BaseModel):
     witness_remeasure: bool = Field(
         True, description="measure a candidate a second time when timing_witness is the only guard its first "
                           "measurement failed, and keep the second record (the first's witness detail in its "
-                          "`remeasured`): on a loaded host an honest call's wake-up can exceed the witness allowance, a "
-                          "forged clock fails both. The speedup a forgery gains is bounded by the judge's credit either "
-                          "way; this decides only the `hack` label. False: one measurement")
+                          "`remeasured`), whose witness and credit the judge computes over both measurements' series: "
+                          "on a loaded host one measurement's calls can all be delayed, while a forged clock hides time "
+                          "in every call of both. False: one measurement")
     pin_shared_memory: bool = Field(
         False, description="page-lock the judge's shared buffer for CUDA in both processes (copies of inputs and "
                            "outputs as DMA). Experimental: not yet measured on the GPU host")
