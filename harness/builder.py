@@ -92,13 +92,12 @@ class Builder:
         setup = self.setup
         work = Path(tempfile.mkdtemp(prefix="build-", dir=setup.tmp_root))
         disk.cap(work, setup.settings.sandbox_disk_bytes)
-        ext_capped = disk.cap(ext, setup.settings.sandbox_disk_bytes)
+        disk.cap(ext, setup.settings.sandbox_disk_bytes)
         try:
             return self._run_build(source, work, ext, marker, problem_id)
         finally:
             disk.release(work)
-            if ext_capped and disk.is_capped(ext):  # not filed: the tmpfs and what the build left in it go
-                disk.uncap(ext)
+            disk.uncap(ext)  # still capped: not filed, the tmpfs and what the build left in it go
 
     def _run_build(self, source: str, work: Path, ext: Path, marker: Path, problem_id: str | None) -> BuildResult:
         setup = self.setup

@@ -572,7 +572,7 @@ class Judge:
 
             threading.Thread(target=echo, name="judge-echo", daemon=True).start()
             self._echo = Conn(mine)
-        n = self.settings.timed_batch  # a report of a batch's size
+        n = self.batch  # a report of this problem's batch's size
         sample = {"set": 0, "ms": [1.0] * n, "outputs": [{"type": "tensor", "shape": [1], "dtype": "float32"}] * n}
         t0 = time.perf_counter()
         self._echo.send("called", M.payload(M.parse("called", sample)))

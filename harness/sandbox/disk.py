@@ -65,7 +65,7 @@ def _unmount(folder: str) -> None:
 
 
 def uncap(folder: Path) -> None:
-    """Unmount ``folder``'s tmpfs (its files go with it), keeping the folder below."""
+    """Unmount ``folder``'s tmpfs, if this process mounted one (its files go with it), keeping the folder below."""
     _unmount(str(folder))
 
 
