@@ -12,12 +12,13 @@ is what the judge's clock charged it. The kernel's real length is the busy work 
 on the CPU): the reported column of the honest row says it.
 
     python benchmarks/witness_resolution.py [--device cuda] [--ms 0.5 1 2] [--ratios 1.0 1.1 1.2 1.5 2] [--reps 2]
-        [--batch 8]
+        [--batch 8] [--details witness_details.jsonl]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import statistics
 import sys
@@ -73,6 +74,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=1, help="evaluations per (duration, ratio)")
     ap.add_argument("--noise", type=float, default=1.1, help="what a forgery may buy and still count as caught")
     ap.add_argument("--batch", type=int, default=1, help="EvalSettings.timed_batch: timed calls per release")
+    ap.add_argument("--details", type=Path, default=None,
+                    help="append each row's timing_witness detail (phases of a call, both sides) here, JSON lines")
     a = ap.parse_args()
     sizes = a.ms or ([0.3, 0.5, 2.0] if a.device == "cpu" else [0.02, 0.1, 1.0])
     # One measurement per evaluation (no second one after a witness-only failure): this measures the witness itself.
@@ -92,6 +95,10 @@ def main() -> None:
                 for _ in range(a.reps):
                     r = ev.evaluate(SOURCE.format(ratio=ratio, ms=ms), "level1/19_ReLU")
                     g = r.record.guard("timing_witness")
+                    if a.details is not None:
+                        with a.details.open("a") as fh:
+                            fh.write(json.dumps({"batch": a.batch, "ms": ms, "ratio": ratio,
+                                                 "detail": g.detail if g is not None else None}) + "\n")
                     hack = g is not None and not g.passed
                     v = r.results["verified"]
                     rep = reported_median(g.detail) if g is not None else None
