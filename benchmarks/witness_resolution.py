@@ -12,7 +12,7 @@ is what the judge's clock charged it. The kernel's real length is the busy work 
 on the CPU): the reported column of the honest row says it.
 
     python benchmarks/witness_resolution.py [--device cuda] [--ms 0.5 1 2] [--ratios 1.0 1.1 1.2 1.5 2] [--reps 2]
-        [--batch 8] [--details witness_details.jsonl]
+        [--batch 8] [--set verified_launch_lead_us=0] [--details witness_details.jsonl]
 """
 
 from __future__ import annotations
@@ -66,6 +66,14 @@ def reported_median(detail: str) -> float | None:
     return float(m[1]) if m else None
 
 
+def _setting(kv: str) -> tuple[str, object]:
+    key, _, text = kv.partition("=")
+    try:
+        return key, json.loads(text)
+    except ValueError:
+        return key, text
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu")
@@ -74,14 +82,17 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=1, help="evaluations per (duration, ratio)")
     ap.add_argument("--noise", type=float, default=1.1, help="what a forgery may buy and still count as caught")
     ap.add_argument("--batch", type=int, default=1, help="EvalSettings.timed_batch: timed calls per release")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="another EvalSettings value (JSON or text), e.g. verified_launch_lead_us=0")
     ap.add_argument("--details", type=Path, default=None,
                     help="append each row's timing_witness detail (phases of a call, both sides) here, JSON lines")
     a = ap.parse_args()
     sizes = a.ms or ([0.3, 0.5, 2.0] if a.device == "cpu" else [0.02, 0.1, 1.0])
     # One measurement per evaluation (no second one after a witness-only failure): this measures the witness itself.
     settings = EvalSettings(verified_min_iters=20, verified_max_iters=60, verified_seconds_per_subject=2.0,
-                            naive_timing_trials=30, cpu_threads=1, timed_batch=a.batch, witness_remeasure=False)
-    print(f"timed_batch={a.batch} (timed calls per release of the judge's clock)\n")
+                            naive_timing_trials=30, cpu_threads=1, timed_batch=a.batch, witness_remeasure=False,
+                            **dict(_setting(kv) for kv in a.set))
+    print(f"timed_batch={a.batch} (timed calls per release of the judge's clock){''.join(' ' + kv for kv in a.set)}\n")
     ev = harness.Evaluator(a.device, "small", settings=settings)
     print("| kernel ms | ratio | timing_witness | credited verified ms | verdict | reported ms | bought |\n"
           "|---|---|---|---|---|---|---|")
@@ -97,7 +108,7 @@ def main() -> None:
                     g = r.record.guard("timing_witness")
                     if a.details is not None:
                         with a.details.open("a") as fh:
-                            fh.write(json.dumps({"batch": a.batch, "ms": ms, "ratio": ratio,
+                            fh.write(json.dumps({"batch": a.batch, "set": a.set, "ms": ms, "ratio": ratio,
                                                  "detail": g.detail if g is not None else None}) + "\n")
                     hack = g is not None and not g.passed
                     v = r.results["verified"]
