@@ -63,6 +63,23 @@ def test_a_peer_sample_is_one_kernel_less_timed_call_and_the_peer_ends_with_its_
     assert not th.is_alive()
 
 
+def test_a_batched_peer_sample_makes_the_batch_s_calls_with_the_pre_call_work_between(monkeypatch):
+    # A release of B timed calls is calibrated by B kernel-less calls, each after the first behind the pre-call work the
+    # worker does between a batch's calls (on a GPU that work, not the release, is most of what a batched call holds)
+    import harness.candidate.worker as worker
+
+    seeds: list[int] = []
+    real = worker._pre_call
+    monkeypatch.setattr(worker, "_pre_call", lambda ops, like, seed: (seeds.append(seed), real(ops, like, seed)))
+    link, th = _peer_pair()
+    like = {"numel": 4096, "dtype": "float32"}
+    assert link.sample(like) is not None and seeds == [0]
+    seeds.clear()
+    assert link.sample(like, 4) is not None and seeds == [0, 1, 2, 3]  # one before 'go', three inside the interval
+    link.close()
+    th.join(timeout=10)
+
+
 def test_a_peer_that_is_gone_leaves_no_sample_and_says_why():
     judge_end, peer_end = socket.socketpair()
     peer_end.close()

@@ -1243,14 +1243,14 @@ class Session:
 
     def _calibrate(self) -> float:
         """One sample, here and now (the candidate process waits for the reply), of everything in a release's interval
-        besides the kernel. From the calibration peer where there is one and a release lets one call go (a timed call
-        without the kernel, made by a process placed as the candidate's is); else here: a message round trip, then per
+        besides the kernel. From the calibration peer where there is one (a release of the batch's timed calls without
+        the kernel, made by a process placed as the candidate's is); else here: a message round trip, then per
         call of the batch the timer around nothing (with its launch hold) and the hand-over of an output of the
         expected size, the pre-call work between calls (each call after a batch's first does it inside the
         interval), and the sync at the batch's end."""
         j = self.j
-        if j.peer is not None and self.batch == 1:
-            ms = j.peer.sample(self.like)
+        if j.peer is not None:
+            ms = j.peer.sample(self.like, self.batch)
             if ms is not None:
                 self.calibrated_by.add("peer")
                 return ms

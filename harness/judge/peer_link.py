@@ -30,7 +30,8 @@ class PeerLink:
             self.conn.close()
         self.conn = None
 
-    def sample(self, like: dict) -> float | None:
+    def sample(self, like: dict, count: int = 1) -> float | None:
+        """One release of ``count`` kernel-less timed calls (the judge's batch), timed from 'go' to the report."""
         if self.conn is None:
             return None
         try:
@@ -39,7 +40,7 @@ class PeerLink:
                 if kind != "ready":
                     raise WireError(f"said {kind!r} instead of ready")
                 self.ready = True
-            self.conn.send("next", {"like": like})
+            self.conn.send("next", {"like": like, "count": count})
             self.conn.recv(timeout=60)  # its 'go'
             t0 = time.perf_counter()
             self.conn.send("go", {})
