@@ -1,8 +1,8 @@
 """The smallest under-report of the kernel time that the judge's clock catches (issue 30), on the device at hand.
 
 An honest kernel of a set duration (busy work: a host spin on the CPU, torch.cuda._sleep on a GPU, then a ReLU)
-is evaluated with the evaluator's clock forged (``Clock.interval``'s code swapped for one that divides every
-reading by a ratio), for several durations and ratios. Prints, per duration, whether ``timing_witness`` failed,
+is evaluated with the evaluator's clock forged (``Clock.interval``'s and ``Clock.queued``'s code swapped for ones
+that divide every reading by a ratio), for several durations and ratios. Prints, per duration, whether ``timing_witness`` failed,
 the median reported and the credited verified kernel time, what the forgery bought (its real time, the report times
 the ratio, over its credited time) and the smallest ratio caught from which on every larger one is caught too. Caught:
 a `hack` verdict, or a forgery that buys at most ``--noise`` (1.1x: the honest runs' credit varies by ~5-10% between
@@ -37,13 +37,27 @@ def _forged(self, fn, *, sync_before_end, lead_us=0.0):
     ms, out = _real(self, fn, sync_before_end=sync_before_end, lead_us=lead_us)
     return ms / RATIO, out
 
+class _Scaled:  # a batch's queued reading (Clock.queued), read as a fraction of itself
+    def __init__(self, reading):
+        self.reading = reading
+
+    def ms(self):
+        return self.reading.ms() / RATIO
+
+def _forged_queued(self, fn, *, lead_us=0.0):
+    reading, out = _real_queued(self, fn, lead_us=lead_us)
+    return _Scaled(reading), out
+
 _clock = sys.modules["harness.measure.device"].Clock
 if RATIO != 1.0:
     import types
     _real = types.FunctionType(_clock.interval.__code__, _clock.interval.__globals__)
     _real.__kwdefaults__ = _clock.interval.__kwdefaults__
     _clock.interval.__code__ = _forged.__code__
-    _clock.interval.__globals__.update(_real=_real, RATIO=RATIO)
+    _real_queued = types.FunctionType(_clock.queued.__code__, _clock.queued.__globals__)
+    _real_queued.__kwdefaults__ = _clock.queued.__kwdefaults__
+    _clock.queued.__code__ = _forged_queued.__code__
+    _clock.interval.__globals__.update(_real=_real, _real_queued=_real_queued, _Scaled=_Scaled, RATIO=RATIO)
 
 class ModelNew(nn.Module):
     def forward(self, x):

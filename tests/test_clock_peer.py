@@ -70,7 +70,7 @@ def test_a_batched_peer_sample_makes_the_batch_s_calls_with_the_pre_call_work_be
 
     seeds: list[int] = []
     real = worker._pre_call
-    monkeypatch.setattr(worker, "_pre_call", lambda ops, like, seed: (seeds.append(seed), real(ops, like, seed)))
+    monkeypatch.setattr(worker, "_pre_call", lambda ops, like, seed, **kw: (seeds.append(seed), real(ops, like, seed, **kw)))
     link, th = _peer_pair()
     like = {"numel": 4096, "dtype": "float32"}
     assert link.sample(like) is not None and seeds == [0]

@@ -69,14 +69,17 @@ def serve(conn: Conn) -> int:
         _pre_call(ops, like, 0)
         conn.send("go", {})
         conn.recv(timeout=60)
-        for k in range(count):  # as the worker's batch: the pre-call work before each call after the first
-            if k:
-                _pre_call(ops, like, k)
-            clock.interval(lambda: None, sync_before_end=False, lead_us=lead_us)
+        for k in range(count):  # as the worker's batch: the pre-call work before each call after the first, and
+            if k:               # no host wait between a batch's calls
+                _pre_call(ops, like, k, wait=False)
+            if count == 1:
+                clock.interval(lambda: None, sync_before_end=False, lead_us=lead_us)
+            else:
+                clock.queued(lambda: None, lead_us=lead_us)
             if slots:
                 write_sealed(slots[k].fd, out)
             else:
-                buf.write(out, k * room)
+                buf.write(out, k * room, wait=count == 1)
         ops.sync()
         conn.send("called", {})
         for slot in slots:

@@ -24,7 +24,7 @@ import torch
 from problems.module import exec_source
 
 from ..measure.compare import close_in_chunks
-from ..measure.device import Clock, DeviceOps
+from ..measure.device import Clock, DeviceOps, Reading
 from ..measure.guard_registry import outcome
 from ..measure.pre_call import poison as _poison
 from ..measure.pre_call import pre_call
@@ -176,9 +176,10 @@ class JudgeLink:
             os.close(fd)
         self.slots = [(fd, capacity) for fd in fds]
 
-    def handover(self, out: Any, offset: int, capacity: int) -> dict:
+    def handover(self, out: Any, offset: int, capacity: int, *, wait: bool = True) -> dict:
         """A timed call's whole output into the shared buffer (every call, checked or not: the judge decides which
-        it reads once the report is in); its description for the 'called' report."""
+        it reads once the report is in); its description for the 'called' report. ``wait`` False: a device buffer's
+        copy is left queued (a batch's calls: the worker syncs once before its report)."""
         slot = self.slots.pop(0) if self.slots else None
         try:
             if not isinstance(out, torch.Tensor):
@@ -188,7 +189,7 @@ class JudgeLink:
             if slot is not None:  # written and sealed before the report: nothing can change it once reported
                 desc = write_sealed(slot[0], plain if fits else plain.new_empty(0))
             else:
-                desc = self.buf.write(plain, offset) if fits else {}
+                desc = self.buf.write(plain, offset, wait=wait) if fits else {}
             return M.payload(M.Output(type="tensor", shape=list(out.shape), dtype=dtype_name(out.dtype),
                                       dim_order=desc.get("dim_order")))
         finally:
@@ -319,12 +320,12 @@ def persisting_l2_outcome(ops: DeviceOps, device_setting: int | None) -> GuardOu
                           "every timed iteration" if changed else f"persisting-L2 limit unchanged ({limit} B)")
 
 
-def _pre_call(ops: DeviceOps, like: Any, seed: int) -> None:
+def _pre_call(ops: DeviceOps, like: Any, seed: int, *, wait: bool = True) -> None:
     """``pre_call`` with the expected output's size as the judge describes it ({"numel", "dtype"}; anything else: no
     poisoning)."""
     like = like if isinstance(like, dict) else {}
     known = "numel" in like and like.get("dtype") in DTYPES
-    pre_call(ops, (int(like["numel"]), DTYPES[like["dtype"]]) if known else None, seed)
+    pre_call(ops, (int(like["numel"]), DTYPES[like["dtype"]]) if known else None, seed, wait=wait)
 
 
 def _judged_call(ctx: Ctx, kind: str, index: int) -> tuple[Any, list[Any]]:
@@ -563,25 +564,31 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
         t0 = time.perf_counter()
         ctx.judge.request("go", {"set": first, "count": batch})  # the judge writes the sets' fresh values, lets go
         t1 = time.perf_counter()
-        ms_all, metas, outs = [], [], []
+        readings, metas, outs = [], [], []
         phases = {"go_reply": (t1 - t0) * 1e3, "timer": 0.0, "handover": 0.0, "sync": 0.0, "pre_call": 0.0}
         t3 = t1
         for k, idx in enumerate(idxs):
-            if k:
-                _pre_call(ops, like, int(ctx.timing_seeds[idx]))
+            if k:  # inside a batch the host queues on: the device runs the batch back to back (Clock.queued)
+                _pre_call(ops, like, int(ctx.timing_seeds[idx]), wait=False)
             if ctx.timing_copied:  # on the judge's clock, as is the kernel's read of them in place otherwise
                 _refill(ctx, idx)
             t1 = time.perf_counter()
             phases["pre_call"] += (t1 - t3) * 1e3
-            ms, out = clock.interval(lambda idx=idx: model_new(*sets[idx]), sync_before_end=False, lead_us=lead_us)
+            if batch == 1:
+                ms, out = clock.interval(lambda idx=idx: model_new(*sets[idx]), sync_before_end=False, lead_us=lead_us)
+                readings.append(Reading(ms=ms))
+            else:
+                reading, out = clock.queued(lambda idx=idx: model_new(*sets[idx]), lead_us=lead_us)
+                readings.append(reading)
             t2 = time.perf_counter()
-            metas.append(ctx.judge.handover(out, ctx.out_offset + k * ctx.out_capacity, ctx.out_capacity))
+            metas.append(ctx.judge.handover(out, ctx.out_offset + k * ctx.out_capacity, ctx.out_capacity,
+                                            wait=batch == 1))
             t3 = time.perf_counter()
             phases["timer"] += (t2 - t1) * 1e3
             phases["handover"] += (t3 - t2) * 1e3
-            ms_all.append(ms)
             outs.append(out)
         ops.sync()
+        ms_all = [r.ms() for r in readings]
         phases["sync"] = (time.perf_counter() - t3) * 1e3
         ctx.judge.request("called", {"set": first, "ms": ms_all, "outputs": metas, "phases_ms": phases})
         # In-process evidence from here on (it can fail a kernel, never pass one).

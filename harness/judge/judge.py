@@ -1247,7 +1247,8 @@ class Session:
         the kernel, made by a process placed as the candidate's is); else here: a message round trip, then per
         call of the batch the timer around nothing (with its launch hold) and the hand-over of an output of the
         expected size, the pre-call work between calls (each call after a batch's first does it inside the
-        interval), and the sync at the batch's end."""
+        interval), and the sync at the batch's end; a batch's calls are queued without a host wait between them, as
+        the worker's are."""
         j = self.j
         if j.peer is not None:
             ms = j.peer.sample(self.like, self.batch)
@@ -1272,17 +1273,21 @@ class Session:
         with torch.random.fork_rng(devices=[torch.cuda.current_device()] if j.ops.is_cuda else []):
             j.ops.sync()
             t_start = time.perf_counter()
+            wait = self.batch == 1  # a batch runs back to back, one host wait at its end (as the worker's)
             for k in range(self.batch):
                 t0 = time.perf_counter()
                 if k:
-                    pre_call(j.ops, like, k)
+                    pre_call(j.ops, like, k, wait=False)
                 t1 = time.perf_counter()
-                Clock(j.ops).interval(lambda: None, sync_before_end=False, lead_us=lead)
+                if wait:
+                    Clock(j.ops).interval(lambda: None, sync_before_end=False, lead_us=lead)
+                else:
+                    Clock(j.ops).queued(lambda: None, lead_us=lead)
                 t2 = time.perf_counter()
                 if fits and self._cal_slot is not None:
                     write_sealed(self._cal_slot.fd, self._cal_out, seal=False)
                 elif fits:
-                    self.buf.write(self._cal_out, self.out_off + k * self.out_cap)
+                    self.buf.write(self._cal_out, self.out_off + k * self.out_cap, wait=wait)
                 t3 = time.perf_counter()
                 phases["pre_call"] += (t1 - t0) * 1e3
                 phases["timer"] += (t2 - t1) * 1e3

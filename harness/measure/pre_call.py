@@ -27,13 +27,15 @@ def poison(ops: DeviceOps, like: torch.Tensor | tuple[int, torch.dtype] | None, 
         pass
 
 
-def pre_call(ops: DeviceOps, like: tuple[int, torch.dtype] | None, seed: int) -> None:
+def pre_call(ops: DeviceOps, like: tuple[int, torch.dtype] | None, seed: int, *, wait: bool = True) -> None:
     """The work before every call, judged or timed, the same each time so none of it tells them apart: freed memory
     poisoned (sized like the expected output: ``like``, its (numel, dtype)), the cache flushed, the persisting-L2
-    limit reset, the judge's seed."""
+    limit reset, the judge's seed. ``wait``: the host waits for the device's part (False inside a batch of timed calls:
+    the stream orders it before the call, and the host goes on queueing)."""
     if like is not None:
         poison(ops, like, float("nan"))
     ops.flush_l2()
     ops.reset_persisting_l2()
-    ops.sync()
+    if wait:
+        ops.sync()
     torch.manual_seed(seed)

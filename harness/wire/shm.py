@@ -120,10 +120,11 @@ class SharedBuffer:
     def _view(self, offset: int, nbytes: int) -> torch.Tensor:
         return torch.frombuffer(self._mm, dtype=torch.uint8, count=nbytes, offset=offset)
 
-    def write(self, t: torch.Tensor, offset: int) -> dict:
+    def write(self, t: torch.Tensor, offset: int, *, wait: bool = True) -> dict:
         """Copy ``t``'s values to ``offset``, in the order its storage holds them where that is dense (one flat copy
         whatever the layout: a channels-last output is not permuted on the way, which the judge's calibration, a
-        contiguous copy, would not have paid for); returns its descriptor (``dim_order`` when not row-major)."""
+        contiguous copy, would not have paid for); returns its descriptor (``dim_order`` when not row-major). ``wait``:
+        see ``DeviceSharedBuffer.write`` (host memory: the copy is done when this returns)."""
         t = t.detach()
         nbytes = t.numel() * t.element_size()
         flat, order = stored_flat(t)
@@ -231,9 +232,10 @@ class DeviceSharedBuffer(SharedBuffer):
     def _device(self) -> torch.device:
         return self.dev.bytes.device
 
-    def write(self, t: torch.Tensor, offset: int) -> dict:
+    def write(self, t: torch.Tensor, offset: int, *, wait: bool = True) -> dict:
+        """``wait`` False leaves the copy queued: the writer must sync before it tells the other process."""
         desc = super().write(t, offset)
-        if self.dev.bytes.is_cuda:
+        if wait and self.dev.bytes.is_cuda:
             torch.cuda.synchronize()  # the other process reads it on its own stream once told: complete before that
         return desc
 
