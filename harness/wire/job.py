@@ -52,8 +52,10 @@ class EvalSettings(BaseModel):
                                     "witness resolves shorter kernels (docs/isolation.md). Meant for a GPU: each "
                                     "call's pre-call work lies inside the batch, and on a CPU (a 64 MiB cache flush) "
                                     "the sandboxed worker did it 1.3-2x slower than the judge's calibration, so "
-                                    "honest kernels failed the witness (benchmarks/results/cpu_witness_batch.md). "
-                                    "1: a release per call (default until measured on the GPU)")
+                                    "honest kernels failed the witness (benchmarks/results/cpu_witness_batch.md); "
+                                    "on an H100, B=8 caught a 1.2x under-report from 20 us but charged honest "
+                                    "calls ~0.14 ms each (h100_witness_batch.md), before a batch's calls were queued "
+                                    "without host waits. 1: a release per call (default until that is measured)")
     expected_bytes_budget: int = Field(
         24 * 2**30, description="host memory a judge keeps expected outputs in, per problem (and at most a fifth of "
                                 "the machine's memory shared by max_judges judges); beyond it they are recomputed "
