@@ -1174,17 +1174,18 @@ class Session:
         sealed = self._sealed_at_arrival
         slots = self._take_slots(self.batch)
         done = self.timed_calls_reported - self.batch
-        for k, (idx, sent, slot) in enumerate(zip(self._batch_sets(first), req.outputs, slots, strict=True)):
-            self._note_seal(sent, slot, f"timed call {done + k + 1} (set {idx})", bool(sealed and sealed[k]))
+        # per call of the batch: its input set, its output's description, its file (host hand-over), whether that file
+        # was sealed as the report arrived, and its room in the shared buffer (device hand-over)
+        handed = [(idx, sent, slot, bool(sealed and sealed[k]), self.out_off + (0 if slot is not None else k * self.out_cap))
+                  for k, (idx, sent, slot) in enumerate(zip(self._batch_sets(first), req.outputs, slots, strict=True))]
+        for k, (idx, sent, slot, sealed_k, _offset) in enumerate(handed):
+            self._note_seal(sent, slot, f"timed call {done + k + 1} (set {idx})", sealed_k)
         # Paused: nothing of the candidate's contends with the calibration (which would enlarge what it explains).
         with self._paused("checking a timed call and calibrating"):
             try:
                 if self.check_seconds > s.timed_check_seconds:  # checks' references past their budget: a few more
                     p = min(p, 4.0 / most_timed_calls(s))
-                picked = [(idx, sent, slot, bool(sealed and sealed[k]),
-                           self.out_off + (0 if slot is not None else k * self.out_cap))
-                          for k, (idx, sent, slot) in enumerate(zip(self._batch_sets(first), req.outputs, slots,
-                                                                    strict=True)) if self.j.rng.random() < p]
+                picked = [call for call in handed if self.j.rng.random() < p]
                 # every picked output's bytes copied before any reference is computed (device memory has no seal)
                 with self._clock("compare"):
                     snapshots = [None if slot is not None and sealed_k else self._snapshot(sent, slot, offset)
