@@ -110,3 +110,35 @@ def test_peer_calibrated_witness_credits_an_honest_kernel_and_catches_a_forged_c
     assert forged.record.remeasured.startswith("timing_witness failed on the first measurement"), "measured twice"
     assert "with the first measurement's" in g.detail, g.detail  # the second weighed with the first
     assert _peers_running() == before  # ended with the evaluator
+
+
+# FORGED for a batched release, whose calls read the clock through Clock.queued: that reading forged the same way
+FORGED_QUEUED = FORGED.replace("class ModelNew", '''
+class _Scaled:
+    def __init__(self, reading):
+        self.reading = reading
+
+    def ms(self):
+        return self.reading.ms() / 10
+
+def _forged_queued(self, fn, *, lead_us=0.0):
+    reading, out = _real_queued(self, fn, lead_us=lead_us)
+    return _Scaled(reading), out
+
+_real_queued = types.FunctionType(_clock.queued.__code__, _clock.queued.__globals__)
+_real_queued.__kwdefaults__ = _clock.queued.__kwdefaults__
+_clock.queued.__code__ = _forged_queued.__code__
+_clock.queued.__globals__.update(_real_queued=_real_queued, _Scaled=_Scaled)
+
+class ModelNew''')
+
+
+def test_a_batched_release_is_calibrated_by_the_peer_and_a_forged_clock_still_caught():
+    # The peer calibrates a release of the problem's batch (B kernel-less calls), not a single call: the judge's clock
+    # then weighs a batch against a batch. The forgery hides 9 ms of every 10 ms call, far beyond either's noise here.
+    settings = SETTINGS.model_copy(update={"timed_batch": 2})
+    with harness.Evaluator("cpu", "small", settings=settings) as ev:
+        forged = ev.evaluate(FORGED_QUEUED, "level1/19_ReLU")
+    g = forged.record.guard("timing_witness")
+    assert "calibrated by peer" in g.detail and "per release of 2 timed calls" in g.detail, g.detail
+    assert not g.passed and forged.results["verified"].verdict == "hack", g.detail
