@@ -72,10 +72,7 @@ def serve(conn: Conn) -> int:
         for k in range(count):  # as the worker's batch: the pre-call work before each call after the first, and
             if k:               # no host wait between a batch's calls
                 _pre_call(ops, like, k, wait=False)
-            if count == 1:
-                clock.interval(lambda: None, sync_before_end=False, lead_us=lead_us)
-            else:
-                clock.queued(lambda: None, lead_us=lead_us)
+            clock.reading(lambda: None, lead_us=lead_us, wait=count == 1)
             if slots:
                 write_sealed(slots[k].fd, out)
             else:

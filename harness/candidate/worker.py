@@ -24,7 +24,7 @@ import torch
 from problems.module import exec_source
 
 from ..measure.compare import close_in_chunks
-from ..measure.device import Clock, DeviceOps, Reading
+from ..measure.device import Clock, DeviceOps
 from ..measure.guard_registry import outcome
 from ..measure.pre_call import poison as _poison
 from ..measure.pre_call import pre_call
@@ -574,12 +574,8 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
                 _refill(ctx, idx)
             t1 = time.perf_counter()
             phases["pre_call"] += (t1 - t3) * 1e3
-            if batch == 1:
-                ms, out = clock.interval(lambda idx=idx: model_new(*sets[idx]), sync_before_end=False, lead_us=lead_us)
-                readings.append(Reading(ms=ms))
-            else:
-                reading, out = clock.queued(lambda idx=idx: model_new(*sets[idx]), lead_us=lead_us)
-                readings.append(reading)
+            reading, out = clock.reading(lambda idx=idx: model_new(*sets[idx]), lead_us=lead_us, wait=batch == 1)
+            readings.append(reading)
             t2 = time.perf_counter()
             metas.append(ctx.judge.handover(out, ctx.out_offset + k * ctx.out_capacity, ctx.out_capacity,
                                             wait=batch == 1))

@@ -1280,10 +1280,7 @@ class Session:
                 if k:
                     pre_call(j.ops, like, k, wait=False)
                 t1 = time.perf_counter()
-                if wait:
-                    Clock(j.ops).interval(lambda: None, sync_before_end=False, lead_us=lead)
-                else:
-                    Clock(j.ops).queued(lambda: None, lead_us=lead)
+                Clock(j.ops).reading(lambda: None, lead_us=lead, wait=wait)
                 t2 = time.perf_counter()
                 if fits and self._cal_slot is not None:
                     write_sealed(self._cal_slot.fd, self._cal_out, seal=False)

@@ -156,6 +156,14 @@ class Clock:
         out = fn()
         return (time.perf_counter() - t0) * 1e3, out
 
+    def reading(self, fn, *, lead_us: float = 0.0, wait: bool = True) -> tuple[Reading, object]:
+        """A timed call's reading: ``interval`` where the host waits for each call (``wait``), else ``queued`` (a
+        batch's calls, read after the batch)."""
+        if wait:
+            ms, out = self.interval(fn, sync_before_end=False, lead_us=lead_us)
+            return Reading(ms=ms), out
+        return self.queued(fn, lead_us=lead_us)
+
     def queued(self, fn, *, lead_us: float = 0.0) -> tuple[Reading, object]:
         """``interval`` without waiting for the device: the events are recorded and the reading is taken later
         (``Reading.ms``), so a batch of timed calls runs back to back with one host wait at its end, and the host's
