@@ -53,6 +53,7 @@ from ..wire.job import WITNESS_MIN_RELEASES, JobSpec
 from ..wire.sealed import OutputSlot, write_sealed
 from ..wire.shm import DTYPES, DeviceSharedBuffer, SharedBuffer, args_nbytes, handover_buffer, pack_args
 from .adversarial import NAMES as ADVERSARIAL_NAMES
+from .baseline_sets import BaselineSets
 from .gate import DeviceGate
 from .inputs import (
     KERNELBENCH_SEED,
@@ -667,7 +668,7 @@ class Session:
         self.out_like: tuple[torch.Size, torch.dtype] = (torch.Size([0]), torch.float32)
         # The baselines are timed here, on the judge's own copies of the timing sets: code in the candidate's
         # process (a global forward hook, a flag, a patched op) cannot slow them down to flatter a kernel.
-        self.timing_sets: list[list[Any]] = []
+        self.timing_sets = BaselineSets(lambda idx: [], 0, keep_all=True)
         self.baseline_ms: dict[str, list[float]] = {k: [] for k in (*BASELINE_SUBJECTS.values(), "naive_baseline_compile")}
         # Where this process's time went (record.phase_seconds, judge_*): what a slow evaluation spent on
         # references, on handing tensors over, on waiting for the candidate, on comparing, on the baselines.
@@ -770,7 +771,7 @@ class Session:
         except Exception as exc:  # noqa: BLE001 - a judge failure is the harness's, reported as such
             return {"harness_error": f"judge failed: {exc!r}"[:2000]}
         finally:
-            self.timing_sets = []
+            self.timing_sets.clear()
             self._end_timing()
             self._close_slots()
             if self._cal_slot is not None:
@@ -861,7 +862,7 @@ class Session:
             if self.timed_calls_reported < (least := j.settings.timed_min_iters()):  # too few for the witness
                 raise M.ProtocolBreach(f"ended timing after {self.timed_calls_reported} timed calls of the kernel, "
                                        f"fewer than the {least} the timer makes")
-            self.timing_sets = []
+            self.timing_sets.clear()
             self._end_timing()
             self.j.release()
             self._witness()
@@ -991,18 +992,26 @@ class Session:
         if isinstance(first.out, torch.Tensor):
             self.out_like = (first.out.shape, first.dtype)
             self.like = {"numel": first.out.numel(), "dtype": str(first.out.dtype).removeprefix("torch.")}
-        # Kept for the baselines, which the judge times on values of the same draw the kernel gets.
-        self.timing_sets = [j.inputs(seed, 1.0) for _key, seed in self.timing_keys]
-        self.timing_specs = [(1.0, None)] * len(self.timing_sets)
+        # Kept for the baselines, which the judge times on values of the same draw the kernel gets (all sets, or
+        # past timing_copies_bytes the one in use: harness.judge.baseline_sets).
+        count = len(self.timing_keys)
+        self.timing_specs = [(1.0, None)] * count
         self.timing_choices = sorted({(t.scale, t.distribution if t.distribution in ADVERSARIAL_NAMES else None)
                                       for t in j.verified_plan}, key=lambda s: (s[1] or "", s[0]))
-        off, cap = self._out_slot(sum(args_nbytes(s) for s in self.timing_sets), first, self.batch)
+        sizes = [args_nbytes(j.inputs(seed, 1.0)) for _key, seed in self.timing_keys[:1]]
+        keep_all = sizes[0] * count <= j.settings.timing_copies_bytes
+        self.timing_sets = BaselineSets(self._draw_timing_set, count, keep_all)
+        if not keep_all:  # each set's size, one set held at a time (a draw may change shapes: see _renew)
+            sizes += [args_nbytes(self.timing_sets[i]) for i in range(1, count)]
+        else:
+            sizes = [args_nbytes(self.timing_sets[i]) for i in range(count)]
+        off, cap = self._out_slot(sum(sizes), first, self.batch)
         descs, base = [], 0
         with self._paused("placing the timing sets"):
-            for s in self.timing_sets:
+            for i in range(count):
                 self.set_bases.append(base)
-                descs.append(pack_args(self.buf, s, grow=False, offset=base))
-                base += args_nbytes(s)
+                descs.append(pack_args(self.buf, self.timing_sets[i], grow=False, offset=base))
+                base += sizes[i]
         self.set_descs = descs
         self.j.release()
         self.out_off, self.out_cap, self.out_bytes = off, cap, first.returned_nbytes
@@ -1057,10 +1066,12 @@ class Session:
             if subject == "naive":
                 if self.baseline_ms["naive_baseline_fp32"]:
                     raise M.ProtocolBreach("the naive baseline was asked for twice")
-                samples = naive_samples(lambda: model(*sets[0]), j.ops, st.naive_warmup, st.naive_timing_trials)
+                first = sets[0]  # drawn here if not held, never inside a timed loop
+                samples = naive_samples(lambda: model(*first), j.ops, st.naive_warmup, st.naive_timing_trials)
                 if j.compiled is not None:
                     self.baseline_ms["naive_baseline_compile"] = naive_samples(
-                        lambda: j.compiled(*sets[0]), j.ops, st.naive_warmup, st.naive_timing_trials)
+                        lambda: j.compiled(*first), j.ops, st.naive_warmup, st.naive_timing_trials)
+                del first
             elif not req.timed:
                 for k in range(n):
                     self._baseline_call()
@@ -1071,9 +1082,9 @@ class Session:
                 lead = st.verified_launch_lead_us if j.ops.can_hold else 0.0
                 for k in range(n):
                     self._baseline_call()
-                    idx = (start + k) % len(sets)
-                    ms, out = verified_call(clock, j.ops, lambda idx=idx: model(*sets[idx]), lead)
-                    del out
+                    args = sets[(start + k) % len(sets)]  # drawn before the call's flush and sync where not held
+                    ms, out = verified_call(clock, j.ops, lambda args=args: model(*args), lead)
+                    del out, args
                     samples.append(ms)
                 j.ops.sync()
         self.baseline_ms[BASELINE_SUBJECTS[subject]].extend(samples)
@@ -1109,12 +1120,18 @@ class Session:
                 self.fresh_values = "a fresh draw of the inputs changes their shapes, dtypes or non-tensor values"
                 return
             pack_args(self.buf, fresh, grow=False, offset=self.set_bases[idx])
+            key, _ = self.timing_keys[idx]
+            self.timing_keys[idx] = ((*key[:-1], key[-1] + 1), seed)
+            self.timing_specs[idx] = (scale, dist)
             if idx < len(self.timing_sets):  # the baselines' next calls on this set time the same values
-                self.timing_sets[idx] = fresh
+                self.timing_sets.keep(idx, fresh)
             del fresh
-        key, _ = self.timing_keys[idx]
-        self.timing_keys[idx] = ((*key[:-1], key[-1] + 1), seed)
-        self.timing_specs[idx] = (scale, dist)
+
+    def _draw_timing_set(self, idx: int) -> list[Any]:
+        """Timing set ``idx``'s values as the shared buffer holds them now, drawn again from its seed and spec."""
+        _key, seed = self.timing_keys[idx]
+        scale, dist = self._spec(idx)
+        return self.j.inputs(seed, scale, dist)
 
     def _timing_spec(self) -> tuple[float, str | None]:
         """The distribution of a timed call's fresh values: with ``timed_hidden_distributions``, one of the verified

@@ -60,6 +60,11 @@ class EvalSettings(BaseModel):
         24 * 2**30, description="host memory a judge keeps expected outputs in, per problem (and at most a fifth of "
                                 "the machine's memory shared by max_judges judges); beyond it they are recomputed "
                                 "when needed. Nothing is written to disk")
+    timing_copies_bytes: int = Field(
+        8 * 2**30, ge=0, description="the judge keeps its own copies of all timing sets (the baselines are timed on "
+                                     "them) while together they take at most this; beyond, it holds the set in use "
+                                     "and draws another again from its seed when a baseline call moves to it, so a "
+                                     "full-size problem fits an 80 GB device")
     expected_device_bytes_budget: int = Field(
         2 * 2**30, ge=0, description="on a GPU, device memory a judge keeps expected outputs in (compared in place, no "
                                      "copy per comparison); before the host budget. Per judge, so max_judges of them "
