@@ -83,6 +83,13 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
         --out "$R" ;;
     judge_full_size) step judge_full_size python3 benchmarks/judge_full_size.py \
         --also level1/40_LayerNorm,level1/1_Square_matrix_multiplication_ ;;
+    # The judge's and the candidate's device memory at full size (level1/19: 6.4 GB in and out), per process, from
+    # nvidia-smi every 250 ms while one honest evaluation runs: whether the largest problems fit an 80 GB card.
+    judge_memory) step judge_memory sh -c "(while :; do nvidia-smi --query-compute-apps=pid,used_memory \
+        --format=csv,noheader,nounits; printf 'device, '; nvidia-smi --query-gpu=memory.used \
+        --format=csv,noheader,nounits; echo; sleep 0.25; done > '$R/judge_memory_samples.csv') & poll=\$!; \
+        python3 benchmarks/judge_full_size.py --only-honest; kill \$poll; python3 benchmarks/gpu_memory_peaks.py \
+        '$R/judge_memory_samples.csv'" ;;
     # Issues 17/18: one sweep process over the recorded real kernels at full size (every model folder of CORPUS, a
     # folder laid out by benchmarks/corpora.py and carried to the machine: it is never committed), then the
     # fidelity tables. The settings of the 2026-12-01 run: verified timing 1 s per subject, compile baseline off.
