@@ -260,6 +260,14 @@ def _to_double(inputs):
     return [x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x for x in inputs]
 
 
+def parks_on_host(out: Any, room: int | None) -> bool:
+    """Whether the TF32 run's output goes to host memory while the float64 reference runs: where the device's room
+    (``DeviceOps.room_bytes``) is less than twice the float64 output, that reference and its output would not fit
+    beside it (a 6 GiB-tensor problem on an 80 GB card, whose judge holds the shared buffer too). The error
+    statistics then read it back chunk by chunk."""
+    return room is not None and isinstance(out, torch.Tensor) and out.is_cuda and room < 2 * out.numel() * 8
+
+
 def _nonfinite(t: Any) -> bool:
     return isinstance(t, torch.Tensor) and t.is_floating_point() and not bool(torch.isfinite(t).all())
 
@@ -499,6 +507,9 @@ class Judge:
             if m64 is not None and self.reference_precision == "float64":
                 doubled = _to_double(inputs)
                 inputs = None  # drawn again from the seed in the rare case float64 fails
+                if parks_on_host(fast, self.ops.room_bytes()):
+                    fast = fast.cpu()
+                    self.release()
                 try:
                     with tf32(False):
                         exact = _run(m64, doubled, run_seed)

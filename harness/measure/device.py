@@ -108,6 +108,14 @@ class DeviceOps:
         free, total = torch.cuda.mem_get_info()
         return int(total - free)
 
+    def room_bytes(self) -> int | None:
+        """What this process could still allocate on its device: free device memory and the blocks its caching
+        allocator holds unused (None on a CPU)."""
+        if not self.is_cuda:
+            return None
+        free, _total = torch.cuda.mem_get_info()
+        return int(free + torch.cuda.memory_reserved() - torch.cuda.memory_allocated())
+
 
 _memset = ctypes.memset  # taken when the harness is imported, before any candidate code
 

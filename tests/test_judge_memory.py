@@ -1,6 +1,7 @@
-"""The judge's own copies of the timing sets, which the baselines are timed on: all kept while small, one at a time
-past ``timing_copies_bytes`` (a full-size problem on an 80 GB device), and either way the values the candidate's
-timed calls get in the shared buffer, renewals included."""
+"""What the judge holds on the device at full size, so that a problem with 6 GiB tensors fits an 80 GB card: its own
+copies of the timing sets (the baselines are timed on them) all kept while small, one at a time past
+``timing_copies_bytes``, and either way the values the candidate's timed calls get in the shared buffer, renewals
+included; the TF32 run's output parked in host memory while the float64 reference runs, where the device lacks room."""
 
 from __future__ import annotations
 
@@ -79,3 +80,19 @@ def test_the_baselines_time_the_values_the_kernel_gets_in_the_buffer(copies_byte
     assert len(theirs.recv(timeout=10)[1]["ms"]) == 6
     if not sets.keep_all:
         assert len(sets._kept) == 1
+
+
+def test_the_tf32_output_is_parked_on_the_host_only_where_the_float64_reference_lacks_room():
+    from harness.judge.judge import parks_on_host
+
+    class Cuda(torch.Tensor):  # a CUDA tensor's answers without a GPU: only the decision is tested here
+        is_cuda = True
+
+    gib = 2**30
+    out = torch.empty(0).as_subclass(Cuda)
+    out.numel = lambda: 6 * gib // 4  # level1/26's output: 6 GiB in fp32, 12 GiB as float64
+    assert parks_on_host(out, 20 * gib)  # an H100 with the judge's buffer and the candidate on it
+    assert not parks_on_host(out, 60 * gib)  # an H200
+    assert not parks_on_host(torch.empty(6), 0)  # already in host memory (a CPU run)
+    assert not parks_on_host(out, None)  # no device to ask
+    assert not parks_on_host((out, out), 0)  # not one tensor: left where it is
