@@ -7,6 +7,7 @@ peak of all processes together, and the device's own reading's peak, in MiB.
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 
@@ -25,7 +26,9 @@ def peaks(text: str) -> tuple[dict[str, int], int]:
 
 
 def main() -> int:
-    per, total = peaks(open(sys.argv[1]).read())
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("samples", help="the sampling loop's output (benchmarks/h200_session.sh, STEPS=judge_memory)")
+    per, total = peaks(open(ap.parse_args().samples).read())
     for pid, mib in sorted(per.items(), key=lambda kv: -kv[1]):
         print(f"{'device (memory.used)' if pid == 'device' else 'pid ' + pid}: peak {mib} MiB")
     print(f"all processes together: peak {total} MiB")
