@@ -384,3 +384,12 @@ def test_kernelbench_check_runs_the_published_protocol_in_process():
     raising = running_stats.replace("return F.batch_norm", "raise ValueError('boom'); return F.batch_norm")
     res = check(raising, problem, "cpu", ("train",))
     assert res["train"]["verdict"] == "runtime_error" and "boom" in res["train"]["detail"]
+
+
+def test_gpu_memory_peaks_sum_each_sample_s_processes_apart_from_the_device_s_reading():
+    from gpu_memory_peaks import peaks
+
+    samples = "11, 100\n12, 50\ndevice, 170\n\n11, 120\ndevice, 130\n\n11, 10\n12, 300\ndevice, 320\n"
+    per, together = peaks(samples)
+    assert per == {"11": 120, "12": 300, "device": 320}
+    assert together == 310  # the third sample's two processes; never the first's 150 plus a later one
