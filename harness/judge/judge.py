@@ -262,9 +262,10 @@ def _to_double(inputs):
 
 def parks_on_host(out: Any, room: int | None) -> bool:
     """Whether the TF32 run's output goes to host memory while the float64 reference runs: where the device's room
-    (``DeviceOps.room_bytes``) is less than twice the float64 output, that reference and its output would not fit
-    beside it (a 6 GiB-tensor problem on an 80 GB card, whose judge holds the shared buffer too). The error
-    statistics then read it back chunk by chunk."""
+    (``DeviceOps.room_bytes``) is less than twice the float64 output (its inputs in float64 and its output, for the
+    elementwise and reduction problems whose tensors are the largest), they would not fit beside it (a 6 GiB-tensor
+    problem on an 80 GB card, whose judge holds the shared buffer too). The error statistics then read it back chunk
+    by chunk."""
     return room is not None and isinstance(out, torch.Tensor) and out.is_cuda and room < 2 * out.numel() * 8
 
 
@@ -505,11 +506,11 @@ class Judge:
             exact, trunc_stats = None, None
             m64 = self._model(variant, True)
             if m64 is not None and self.reference_precision == "float64":
-                doubled = _to_double(inputs)
-                inputs = None  # drawn again from the seed in the rare case float64 fails
-                if parks_on_host(fast, self.ops.room_bytes()):
+                if parks_on_host(fast, self.ops.room_bytes()):  # before the float64 inputs take their room
                     fast = fast.cpu()
                     self.release()
+                doubled = _to_double(inputs)
+                inputs = None  # drawn again from the seed in the rare case float64 fails
                 try:
                     with tf32(False):
                         exact = _run(m64, doubled, run_seed)
