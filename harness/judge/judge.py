@@ -1010,13 +1010,13 @@ class Session:
         self.timing_specs = [(1.0, None)] * count
         self.timing_choices = sorted({(t.scale, t.distribution if t.distribution in ADVERSARIAL_NAMES else None)
                                       for t in j.verified_plan}, key=lambda s: (s[1] or "", s[0]))
-        sizes = [args_nbytes(j.inputs(seed, 1.0)) for _key, seed in self.timing_keys[:1]]
-        keep_all = sizes[0] * count <= j.settings.timing_copies_bytes
+        drawn = self._draw_timing_set(0)
+        keep_all = args_nbytes(drawn) * count <= j.settings.timing_copies_bytes
         self.timing_sets = BaselineSets(self._draw_timing_set, count, keep_all)
-        if not keep_all:  # each set's size, one set held at a time (a draw may change shapes: see _renew)
-            sizes += [args_nbytes(self.timing_sets[i]) for i in range(1, count)]
-        else:
-            sizes = [args_nbytes(self.timing_sets[i]) for i in range(count)]
+        self.timing_sets.keep(0, drawn)
+        del drawn
+        # each set's size (a draw may change shapes: see _renew), one set held at a time past the budget
+        sizes = [args_nbytes(self.timing_sets[i]) for i in range(count)]
         off, cap = self._out_slot(sum(sizes), first, self.batch)
         descs, base = [], 0
         with self._paused("placing the timing sets"):
