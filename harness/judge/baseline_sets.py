@@ -2,10 +2,10 @@
 
 The judge keeps them apart from the shared buffer, where code in the candidate process could change them (write
 denormals into a set, say, to slow a baseline down). Small sets are kept as drawn. At full size a set can be several
-GiB, and three of them beside the shared buffer (the candidate's copies of the same sets) and the float64 reference
-did not fit an 80 GB device (level1/26 on an H100, 2026-12-06). Past ``keep_bytes`` only the set in use is held,
-and another is drawn again from its seed when a baseline call moves to it. That costs a device-side draw per call,
-made before the call's flush and sync, outside its interval.
+GiB, held beside the shared buffer (which holds the same sets for the candidate) and the float64 reference. Past
+``EvalSettings.timing_copies_bytes`` only the set in use is held, and another is drawn again from its seed when a
+baseline call moves to it. That costs a device-side draw per call, made before the call's flush and sync, outside its
+interval.
 """
 
 from __future__ import annotations
