@@ -16,7 +16,7 @@ fields that carry the kernel, the prompt or the model's answer dropped:
 
 Everything the report scores (trials, timings, guards, memory, provenance, problem flags) is kept, so
 ``python -m agents.report DST --headline`` prints what it printed for the SRCs. DST/config.json is the first
-SRC's, with a ``stripped`` entry naming what was dropped. The copy is then searched for source text
+SRC's, its ``problems`` and ``models`` those of every SRC, with a ``stripped`` entry naming what was dropped. The copy is then searched for source text
 (``MARKERS``) before anything is written; any hit fails the script and writes nothing.
 """
 
@@ -92,7 +92,11 @@ def strip_runs(sources: list[Path], dst: Path) -> tuple[int, list[str]]:
             stripped = strip_attempt(json.loads(raw))
             hits += [f"{src.name}:{n}{h}" for h in source_hits(stripped)]
             lines.append(json.dumps(stripped, separators=(",", ":")))
-    config = json.loads((sources[0] / CONFIG).read_text()) if (sources[0] / CONFIG).is_file() else {}
+    configs = [json.loads((s / CONFIG).read_text()) for s in sources if (s / CONFIG).is_file()]
+    config = configs[0] if configs else {}
+    for key in ("problems", "models"):  # a merged run names what every source ran, in order of first appearance
+        if any(isinstance(c.get(key), list) for c in configs):
+            config[key] = list(dict.fromkeys(x for c in configs for x in c.get(key) or []))
     config["stripped"] = {
         "by": "benchmarks/strip_run.py",
         "runs": len(sources),

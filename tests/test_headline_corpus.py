@@ -70,6 +70,29 @@ def test_strip_refuses_a_copy_with_source_left(tmp_path):
     assert not (tmp_path / "dst").exists()
 
 
+def test_merged_runs_report_the_later_measurement_and_name_every_problem(tmp_path):
+    """Two sweeps merged into one committed run (the corpus run grows this way): a problem both measured reads as
+    the later run has it, and the config names every source's problems and models."""
+    first, second = tmp_path / "first", tmp_path / "second"
+    RunStore(first).append(_attempt("m", "level1/901_A", 1, record("level1/901_A", naive_k=0.5, naive_b=1.0,
+                                                                   ver_k=0.5, ver_tf32=1.0)))
+    RunStore(first).append(_attempt("m", "level1/902_B", 1, record("level1/902_B", naive_k=0.5, naive_b=1.0,
+                                                                   ver_k=0.5, ver_tf32=1.0)))
+    RunStore(second).append(_attempt("m", "level1/902_B", 1, record("level1/902_B", naive_k=0.5, naive_b=1.0,
+                                                                    ver_k=2.0, ver_tf32=1.0)))
+    (first / "config.json").write_text(json.dumps({"problems": ["1/901", "1/902"], "models": ["m"]}))
+    (second / "config.json").write_text(json.dumps({"problems": ["1/902", "1/903"], "models": ["m", "n"]}))
+    n, hits = strip_run.strip_runs([first, second], tmp_path / "merged")
+    assert (n, hits) == (3, [])
+    config = json.loads((tmp_path / "merged" / "config.json").read_text())
+    assert config["problems"] == ["1/901", "1/902", "1/903"] and config["models"] == ["m", "n"]
+    assert config["stripped"]["runs"] == 2
+    kernels = {k.problem_id: k for k in build_report(tmp_path / "merged", resamples=0).kernels}
+    assert set(kernels) == {"level1/901_A", "level1/902_B"}
+    assert kernels["level1/901_A"].final.verdicts["verified"] == "correct"
+    assert kernels["level1/902_B"].final.speedups["verified"] < 1  # the second run's 2.0 ms kernel, not the first's 0.5
+
+
 # ---- the committed corpus run ------------------------------------------------------------------------------------
 
 
