@@ -49,12 +49,14 @@ if [ "${STEPS:-}" = issue31 ]; then
     export SWEEP_DEFAULTS SWEEP_MODELS SWEEP_STRIDE SWEEP_OFFSET SWEEP_DEADLINE_S
 fi
 # STEPS=issue32: one slice of issue 32's corpus run (~25 minutes): every recorded kernel of every model folder of
-# CORPUS on a stride-4 slice of the problems (SWEEP_OFFSET=0..3, one slice per session) at the 2026-12-01 settings,
-# then the slice's records stripped of kernel source into R/corpus_slice (committable); merge the slices into
+# CORPUS on a stride-4 slice of the problems (SWEEP_OFFSET=0..3, one slice per session) at the default settings (those
+# of benchmarks/results/corpus_run, which README's headline states: a merge keeps one setting), then the slice's
+# records stripped of kernel source into R/corpus_slice (committable); merge the slices into
 # benchmarks/results/corpus_run with benchmarks/strip_run.py and regenerate README's headline.
 if [ "${STEPS:-}" = issue32 ]; then
     STEPS="full_size_sweep strip_slice"
-    : "${SWEEP_STRIDE:=4}" "${SWEEP_OFFSET:=0}" "${SWEEP_DEADLINE_S:=1380}"
+    : "${SWEEP_DEFAULTS:=1}" "${SWEEP_STRIDE:=4}" "${SWEEP_OFFSET:=0}" "${SWEEP_DEADLINE_S:=1380}"
+    export SWEEP_DEFAULTS
 fi
 if [ "${STEPS:-}" = issue29_30 ]; then
     STEPS="pause_cost witness_honest hack_suite full_size_sweep"
