@@ -16,8 +16,9 @@ fields that carry the kernel, the prompt or the model's answer dropped:
 
 Everything the report scores (trials, timings, guards, memory, provenance, problem flags) is kept, so
 ``python -m agents.report DST --headline`` prints what it printed for the SRCs. DST/config.json is the first
-SRC's, its ``problems`` and ``models`` those of every SRC, with a ``stripped`` entry naming what was dropped. The copy is then searched for source text
-(``MARKERS``) before anything is written; any hit fails the script and writes nothing.
+config among the SRCs, its ``problems`` and ``models`` those of every SRC, with a ``stripped`` entry naming what was
+dropped. The copy is then searched for source text (``MARKERS``) before anything is written; any hit fails the
+script and writes nothing.
 """
 
 from __future__ import annotations
