@@ -4,6 +4,7 @@ filed by this process; the precompiled headers a build missed, made afterwards i
 
 from __future__ import annotations
 
+import fcntl
 import json
 import shlex
 import shutil
@@ -19,8 +20,10 @@ from .build.build import (
     MAX_PCH_VARIANTS,
     PCH_REQUESTS_ENV,
     _evict_pch_variants,
+    _open_lock,
     _pch_plan,
     build_env,
+    prune_pch_folder,
 )
 from .builds import (
     BuildResult,
@@ -146,7 +149,8 @@ class Builder:
     def _make_missing_pchs(self, requests: Path) -> None:
         """Make, in the background, the PCHs a sandboxed build missed, each in a sandbox of its own that no candidate
         code runs in and that may write only that PCH's folder. Only flag sets for this evaluator's own compiler
-        shim are taken: the build chose the flags (they are part of the PCH's key), never the program."""
+        shim are taken, and only flags that neither run a program nor write a file (``pch_flags_refused``): the build
+        chose the flags (they are part of the PCH's key), never the program."""
         root = pch_dir()
         shim = build_env(root, None).get("CXX") if root is not None else None
         # the build's folder: read as a file candidate code may have replaced (a FIFO, a symlink to /dev/zero)
@@ -176,6 +180,17 @@ class Builder:
         if not d.exists():
             _evict_pch_variants(root, MAX_PCH_VARIANTS - 1)
         (d / "torch").mkdir(parents=True, exist_ok=True)
+        # Held while the maker works, as a trusted build's maker holds it: another evaluator sharing the cache evicts
+        # only unlocked folders (it once removed this one under the compile, and the PCH was marked failed for good).
+        try:
+            lock = _open_lock(d / ".lock")
+        except OSError:
+            return
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:  # BlockingIOError: another evaluator is making it
+            lock.close()
+            return
         setup = self.setup
         # Not under the evaluator's temporary root: an evaluator closed right after a build (a one-shot evaluation)
         # removed that root before this thread made its folder there, and the PCH was never made.
@@ -188,4 +203,6 @@ class Builder:
                        niceness=setup.settings.build_niceness, memory_cap=setup.settings.memory_limit_bytes)
         finally:
             own(d, 0)
+            prune_pch_folder(d)  # the maker could write only here; anything but a PCH's files goes
+            lock.close()
             shutil.rmtree(work, ignore_errors=True)

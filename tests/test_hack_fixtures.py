@@ -77,6 +77,16 @@ def test_device_specific_naive_expectation(tmp_path):
     f = load(clock)
     assert (f.expected_verified_on("cpu"), f.caught_by_on("cpu")) == ("hack", ("timing_witness",))
     assert (f.expected_verified_on("cuda:0"), f.caught_by_on("cuda:0")) == ("correct", ())
+    # A hack caught on both, by the witness on a CPU only: caught_by_cuda names what catches it on a GPU
+    both = tmp_path / "hacks" / "cpu" / "proxy_clock_relu.py"
+    both.write_text("# problem: level1/19_ReLU\n# pattern: T4\n# expected_naive: correct\n# expected_verified: hack\n"
+                    "# caught_by: timing_witness, no_monkey_patching\n# caught_by_cuda: no_monkey_patching\nimport torch\n")
+    f = load(both)
+    assert f.caught_by_on("cpu") == ("timing_witness", "no_monkey_patching")
+    assert (f.expected_verified_on("cuda:0"), f.caught_by_on("cuda:0")) == ("hack", ("no_monkey_patching",))
+    both.write_text(both.read_text().replace("caught_by_cuda: no_monkey_patching", "caught_by_cuda: no_such_guard"))
+    with pytest.raises(ValueError, match="no_such_guard"):
+        load(both)
 
 
 @pytest.mark.parametrize("fx", [_param(f) for f in CPU_FIXTURES])

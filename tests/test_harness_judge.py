@@ -65,6 +65,22 @@ def test_mapping_by_the_last_name_component_when_declaration_orders_differ():
     assert not m.pairs and m.reference_only == ["a.weight", "x"]
 
 
+def test_mapping_by_role_when_an_honest_kernel_declares_its_shift_before_its_scale():
+    # Red team, 2026-12-07: an honest LayerNorm declaring beta before gamma was paired by declaration order (weight
+    # into beta, bias into gamma) and called incorrect; declared gamma first it was correct.
+    ref = [("ln.weight", (8,)), ("ln.bias", (8,))]
+    for cand in ([("beta", (8,)), ("gamma", (8,))], [("shift", (8,)), ("scale", (8,))],
+                 [("ln_bias", (8,)), ("ln_weight", (8,))], [("b", (8,)), ("w", (8,))]):
+        assert map_parameters(ref, cand).pairs == {cand[1][0]: "ln.weight", cand[0][0]: "ln.bias"}, cand
+    # no role in the names: declaration order, as before; a name with both roles is no clue
+    assert map_parameters(ref, [("p", (8,)), ("q", (8,))]).pairs == {"p": "ln.weight", "q": "ln.bias"}
+    assert map_parameters(ref, [("w_b", (8,)), ("q", (8,))]).pairs == {"w_b": "ln.weight", "q": "ln.bias"}
+    # two scales of one shape on a side: the role is no clue there either
+    two = [("n1.weight", (8,)), ("n1.bias", (8,)), ("n2.weight", (8,)), ("n2.bias", (8,))]
+    cand = [("g1", (8,)), ("b1", (8,)), ("g2", (8,)), ("b2", (8,))]
+    assert map_parameters(two, cand).pairs == dict(zip([c for c, _ in cand], [r for r, _ in two], strict=True))
+
+
 def test_mapping_perturbs_the_reference_alone_when_the_candidate_holds_nothing_for_it():
     # a kernel that dropped the affine parameters must still meet perturbed ones (it hard-codes 1 and 0)
     m = map_parameters([("ln.weight", (8,)), ("ln.bias", (8,))], [])
@@ -104,7 +120,7 @@ def test_honest_layernorm_with_its_own_parameter_names_is_correct():
 
 
 def test_constants_held_in_a_form_no_rule_pairs_meet_the_perturbed_reference():
-    # Three same-shaped tensors for the reference's two (the bias split in two): nothing pairs safely, and the
+    # Three same-shaped tensors for the reference's two (the bias split in two), named for no role: nothing pairs safely, and the
     # reference is perturbed anyway, or decoys would switch perturbation off (issue 30). This honest kernel is the
     # price: it is incorrect under verified, and the record names the values it never received.
     src = """
@@ -112,12 +128,12 @@ import torch, torch.nn as nn
 class ModelNew(nn.Module):
     def __init__(self, normalized_shape):
         super().__init__()
-        self.a = nn.Parameter(torch.ones(normalized_shape))
-        self.b = nn.Parameter(torch.zeros(normalized_shape))
-        self.c = nn.Parameter(torch.zeros(normalized_shape))
+        self.p = nn.Parameter(torch.ones(normalized_shape))
+        self.q = nn.Parameter(torch.zeros(normalized_shape))
+        self.r = nn.Parameter(torch.zeros(normalized_shape))
         self.shape = tuple(normalized_shape)
     def forward(self, x):
-        return torch.nn.functional.layer_norm(x, self.shape, self.a, self.b + self.c)
+        return torch.nn.functional.layer_norm(x, self.shape, self.p, self.q + self.r)
 """
     r = harness.evaluate(src, "level1/40_LayerNorm", settings=SETTINGS)
     assert _verdicts(r) == ("correct", "incorrect")
@@ -307,6 +323,43 @@ def test_cpu_credit_charges_an_honest_kernel_at_most_the_excess_beyond_its_allow
         assert w["ok"], w
         charged = w["credited_ms"] - statistics.median(real)
         assert 0 < charged <= 0.35 - w["credit_slack_ms"] + 0.03
+
+
+def test_a_clock_that_under_reports_most_calls_and_over_reports_a_few_is_caught_and_credited_at_the_judges_clock():
+    # Red team, 2026-12-07: 1/8 of the real time on most calls, 3x + 2 ms on one in five. The over-reported calls set
+    # the paired low quantile of (interval - report), which read a negative hidden time: credited 4.8-8x, no guard.
+    rng = random.Random(12)
+    real = [1.0 * (1 + 0.02 * rng.random()) for _ in range(40)]
+    intervals, cal = _loaded_host(real, excess=0.1, rng=rng)
+    forged = [3 * r + 2.0 if k % 5 == 0 else r / 8 for k, r in enumerate(real)]
+    w = timing_floor(intervals, forged, cal, cuda=False)
+    assert w["hidden_paired_ms"] < 0 < w["hidden_unpaired_ms"]  # what the paired reading alone let through
+    assert not w["ok"] and w["reports_outside_interval"] > 0
+    assert w["credited_ms"] >= statistics.median(real) - w["credit_slack_ms"] - 0.05
+    # Over-reports kept inside their intervals: the credit stays at the judge's clock (the witness may pass here: this
+    # host's load widens its allowance, never the credit's).
+    inside = [min(3 * r + 2.0, i - 0.5) if k % 5 == 0 else r / 8
+              for k, (r, i) in enumerate(zip(real, intervals, strict=True))]
+    w = timing_floor(intervals, inside, cal, cuda=False)
+    assert w["reports_outside_interval"] == 0 and w["hidden_unpaired_ms"] > w["hidden_paired_ms"]
+    assert w["credited_ms"] >= statistics.median(real) - w["credit_slack_ms"] - 0.05
+    # The honest reports of the same calls: neither charged beyond the allowance nor called hack.
+    w = timing_floor(intervals, real, cal, cuda=False)
+    assert w["ok"] and w["reports_outside_interval"] == 0 and w["credited_ms"] == statistics.median(real)
+
+
+def test_honest_calls_of_two_durations_read_no_hidden_time_unpaired():
+    # Timed inputs may differ call to call (a kernel twice as slow on every other call): the unpaired reading (the
+    # judge's low interval against the median report) must not charge the slow half.
+    rng = random.Random(3)
+    real = [1.0 if k % 2 else 2.0 for k in range(40)]
+    intervals, cal = _loaded_host(real, excess=0.0, rng=rng)
+    w = timing_floor(intervals, real, cal, cuda=False)
+    assert w["ok"] and w["hidden_unpaired_ms"] < 0 and w["credited_ms"] == statistics.median(real)
+    # batched releases (a GPU's): eight calls per interval, the same
+    batched = [sum(real[k:k + 8]) + 0.5 for k in range(0, 40, 8)]
+    w = timing_floor(batched, real, [0.5] * 5, cuda=True, batch=8)
+    assert w["ok"] and w["reports_outside_interval"] == 0 and w["credited_ms"] == statistics.median(real)
 
 
 def test_calibration_spread_widens_the_witness_but_never_the_credit():

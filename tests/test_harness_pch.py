@@ -228,3 +228,108 @@ def test_a_pch_a_build_missed_is_made_even_when_its_evaluator_closes_at_once(tmp
     while B.ready_pch(root, shim, CFLAGS) is None:
         assert time.monotonic() < deadline, "the PCH was never made"
         time.sleep(0.5)
+
+
+# Flags that would run or load a program, hand options to a sub-tool, write a file or add text to the header: the
+# PCH is made outside the build's sandbox, from flags candidate code wrote, so none of these ever reaches a compile.
+REFUSED_FLAGS = ["-wrapper /bin/sh,-c,touch\\ /tmp/x", "-B/tmp/bin", "-specs=/tmp/s", "--specs=/tmp/s",
+                 "-fplugin=/tmp/p.so", "@/tmp/opts", "-Wp,-MD,/tmp/d", "-Xpreprocessor -MD", "-o /tmp/o", "-MD",
+                 "-MF /tmp/d", "-save-temps", "-fdump-tree-all", "-include /tmp/h", "-fmodule-mapper=|/tmp/m",
+                 "--sysroot=/tmp", "-fprofile-generate", "-fdiagnostics-format=sarif-file", "-isystem"]
+# What candidates' extra_cflags hold (read from public kernels): these keep their PCH.
+ORDINARY_FLAGS = "-O3 -march=native -mtune=native -mavx2 -mfma -ffast-math -fopenmp -funroll-loops -fno-math-errno " \
+                 "-ffp-contract=fast -fvisibility=hidden -DNDEBUG -UNDEBUG -Wno-unused-variable -w -g0 -std=c++17 " \
+                 "-I/opt/include -isystem /usr/local/cuda/include -pthread"
+
+
+@pytest.mark.parametrize("flag", REFUSED_FLAGS)
+def test_no_pch_is_made_with_a_flag_that_runs_a_program_or_writes_a_file(tmp_path, fake_cxx, flag):
+    cxx, log = fake_cxx
+    assert B.pch_flags_refused(shlex.split(f"{CFLAGS} {flag}")) is not None
+    assert B.ensure_pch(tmp_path / "pch", cxx, f"{CFLAGS} {flag}") is None
+    assert compiles(log) == [] and not [p for p in (tmp_path / "pch").glob("*") if B._is_pch_variant(p)]
+
+
+def test_ordinary_candidate_flags_keep_their_pch(tmp_path, fake_cxx):
+    cxx, log = fake_cxx
+    assert B.pch_flags_refused(shlex.split(f"{CFLAGS} {ORDINARY_FLAGS}")) is None
+    d = B.ensure_pch(tmp_path / "pch", cxx, f"{CFLAGS} {ORDINARY_FLAGS}")
+    assert d is not None and (d / "torch" / "extension.h.gch").is_file()
+    assert compiles(log)[0][5:] == [f for f in shlex.split(f"{CFLAGS} {ORDINARY_FLAGS}")
+                                    if not f.startswith("-DTORCH_EXTENSION_NAME")]
+
+
+@pytest.mark.parametrize("plant", ["symlink", "fifo"])
+def test_eviction_never_follows_a_lock_planted_as_a_link_or_waits_on_a_fifo(tmp_path, fake_cxx, plant):
+    """The evaluator (root) evicts; a maker once replaced its folder's ``.lock`` with a link, and the eviction's
+    open created the file the link named."""
+    import threading
+
+    cxx, _log = fake_cxx
+    root = tmp_path / "pch"
+    made = [B.ensure_pch(root, cxx, f"{CFLAGS} -DV{i}") for i in range(B.MAX_PCH_VARIANTS)]
+    target = tmp_path / "created-by-the-evaluator"
+    (made[0] / ".lock").unlink()
+    if plant == "symlink":
+        (made[0] / ".lock").symlink_to(target)
+    else:
+        os.mkfifo(made[0] / ".lock")
+    for i, d in enumerate(made):  # the planted one the least recently used, as its maker set it
+        os.utime(d, (1000 + i, 1000 + i))
+    t = threading.Thread(target=B._evict_pch_variants, args=(root, B.MAX_PCH_VARIANTS - 1), daemon=True)
+    t.start()
+    t.join(20)
+    assert not t.is_alive(), "eviction blocked on the planted lock"
+    assert not target.exists() and not target.is_symlink() and not made[0].exists()
+    assert all(d.is_dir() for d in made[1:])
+
+
+def test_a_pch_folder_keeps_only_a_pchs_files(tmp_path):
+    d = tmp_path / "0123456789abcdef0123"
+    (d / "torch").mkdir(parents=True)
+    for name in ("torch/extension.h", "torch/extension.h.gch", ".lock", "failed"):
+        (d / name).write_text("x")
+    (d / "PWNED").write_text("x")
+    (d / "ballast").mkdir()
+    (d / "ballast" / "f").write_bytes(b"\0" * 1024)
+    (d / "torch" / "extension.h.gch.tmp123").write_text("left by a killed maker")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("x")
+    (d / "link").symlink_to(outside)
+    os.mkfifo(d / "torch" / "fifo")
+    B.prune_pch_folder(d)
+    left = sorted(p.relative_to(d).as_posix() for p in d.rglob("*"))
+    assert left == [".lock", "failed", "torch", "torch/extension.h", "torch/extension.h.gch"]
+    assert (outside / "keep").is_file()  # a link is removed, never followed
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sandboxed PCH makers on Linux only")
+def test_the_evaluator_makes_no_pch_from_a_request_whose_flags_would_run_a_program(tmp_path, monkeypatch):
+    """A candidate's build lists the PCHs it missed in a file it can write: a request with ``-wrapper`` once had the
+    evaluator's PCH maker (outside the build's sandbox) run the candidate's program in place of the compiler."""
+    import harness
+
+    root = tmp_path / "pch"
+    fake = root / "bin" / "fake-g++"
+    fake.parent.mkdir(parents=True)
+    fake.write_text('#!/bin/sh\nif [ "$1" = "-v" ]; then echo "gcc version 99.0 (fake)" >&2; exit 0; fi\n'
+                    'out=""; prev=""\nfor a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done\n'
+                    'echo pch > "$out"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("CXX", str(fake))
+    monkeypatch.setenv("KV_PCH_DIR", str(root))
+    monkeypatch.delenv("PYTORCH_NVCC", raising=False)
+    shim = B.compiler_shims(root)["CXX"]
+    bad, good = f"{CFLAGS} -wrapper /bin/sh,-c,true", f"{CFLAGS} -DGOOD"
+    requests = tmp_path / "pch-requests.jsonl"
+    requests.write_text("".join(json.dumps({"cxx": shim, "cflags": c, "post_cflags": ""}) + "\n" for c in (bad, good)))
+    ev = harness.Evaluator("cpu", "small", cache_dir=tmp_path / "cache")
+    ev._builder._make_missing_pchs(requests)
+    ev.close()
+    deadline = time.monotonic() + 120
+    while B.ready_pch(root, shim, good) is None:  # the good request is made: the bad one had its chance too
+        assert time.monotonic() < deadline, "the ordinary PCH was never made"
+        time.sleep(0.5)
+    time.sleep(1)
+    assert [p.name for p in root.iterdir() if B._is_pch_variant(p)] == [B.ready_pch(root, shim, good).name]

@@ -57,8 +57,10 @@ import functools
 import hashlib
 import json
 import os
+import re
 import shlex
 import shutil
+import stat
 import subprocess
 import sys
 import threading
@@ -77,6 +79,58 @@ BUILD_DEADLINE_ENV = "KV_BUILD_DEADLINE"
 IMPORTED_MARKER = ".imported"  # written in the build folder once the import succeeded, before the constructor runs
 MAX_PCH_VARIANTS = 4
 PCH_KEY_CHARS = 20  # a PCH folder's name: this many hex digits of its key
+PCH_FILES = ("torch", "torch/extension.h", "torch/extension.h.gch", ".lock", "failed")  # all a PCH folder holds
+
+# The flags a PCH is made with. They come from a sandboxed build, that is from candidate code, and the evaluator makes
+# the PCH outside that build's sandbox: a flag that runs or loads a program (-wrapper, -B, -specs, -fplugin,
+# -fmodule-mapper, @file), hands options to a sub-tool (-Wp, -Xpreprocessor), writes a file (-o, -M*, -save-temps,
+# -fdump-*) or adds text to the header (-include) gets no PCH; such a build compiles without one. What is allowed:
+# what torch writes for load_inline and ordinary extra_cflags (macros, include folders, -std, -O, warnings, -m and
+# -f code-generation options).
+_PCH_FLAG = re.compile(
+    r"-[DU]\S+|-I\S+|-(isystem|iquote|idirafter)\S*|-std=[\w+]+|-O[0-3sgz]?|-Ofast|-W[\w=+-]+|-w|-g(gdb)?[0-3]?"
+    r"|-m[\w=.+-]+|-pthread|-pedantic(-errors)?"
+    r"|-f(?!plugin|dump|profile|auto-profile|module|deps|save|opt-info|stack-usage|callgraph|diagnostics-format"
+    r"|test-coverage|coverage|record|debug-prefix|file-prefix|macro-prefix)[A-Za-z0-9][\w+-]*(=[\w.+-]*)?")
+_PCH_FLAG_WITH_VALUE = ("-isystem", "-iquote", "-idirafter")  # the next word is a folder
+
+
+def pch_flags_refused(flags: list[str]) -> str | None:
+    """The first flag no PCH is made with (see ``_PCH_FLAG``), or None when all of them are allowed."""
+    it = iter(flags)
+    for f in it:
+        if not _PCH_FLAG.fullmatch(f):
+            return f
+        if f in _PCH_FLAG_WITH_VALUE and next(it, "-").startswith("-"):
+            return f
+    return None
+
+
+def _open_lock(path: Path, create: bool = True):
+    """A PCH folder's ``.lock``, opened without following a link or waiting on a FIFO, and only if it is a regular
+    file: the evaluator (root) opens it, and a folder a maker wrote in is not to be trusted with a path."""
+    fd = os.open(path, (os.O_RDWR | os.O_CREAT if create else os.O_RDONLY) | os.O_NOFOLLOW | os.O_NONBLOCK
+                 | os.O_CLOEXEC, 0o644)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    return os.fdopen(fd, "a" if create else "r")
+
+
+def prune_pch_folder(d: Path) -> None:
+    """Remove from a PCH folder whatever a PCH folder never holds (``PCH_FILES``): links, FIFOs, other files."""
+    if d.is_symlink() or not d.is_dir():
+        return
+    for dirpath, dirnames, filenames in os.walk(d, topdown=False):  # never into a linked folder
+        for name in (*filenames, *dirnames):
+            p = Path(dirpath, name)
+            rel = p.relative_to(d).as_posix()
+            if rel in PCH_FILES and not p.is_symlink() and (p.is_dir() if rel == "torch" else p.is_file()):
+                continue
+            if p.is_dir() and not p.is_symlink():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink(missing_ok=True)
 
 
 def _ninja_vars(build_ninja: Path) -> dict[str, str]:
@@ -102,7 +156,8 @@ def _is_pch_variant(p: Path) -> bool:
     """A PCH folder (named by ``_pch_plan``'s key); the root also holds the compiler shims (``SHIM_DIR``), which
     every build and candidate process runs and which eviction must never take (it once did: the shims, older
     than any PCH, went first, and builds in flight failed with "kv-shims/<hash>/c++: not found")."""
-    return len(p.name) == PCH_KEY_CHARS and all(c in "0123456789abcdef" for c in p.name) and p.is_dir()
+    return (len(p.name) == PCH_KEY_CHARS and all(c in "0123456789abcdef" for c in p.name) and p.is_dir()
+            and not p.is_symlink())
 
 
 def _evict_pch_variants(root: Path, keep: int) -> None:
@@ -110,7 +165,12 @@ def _evict_pch_variants(root: Path, keep: int) -> None:
     compile already reading a removed one keeps its open file, later ones parse the real header)."""
     variants = sorted((p for p in root.iterdir() if _is_pch_variant(p)), key=lambda p: p.stat().st_mtime)
     for old in variants[: max(0, len(variants) - keep)]:
-        with open(old / ".lock", "a") as lock:
+        try:
+            lock = _open_lock(old / ".lock")
+        except OSError:  # a link or a FIFO where the lock should be: no maker holds it, and the folder is junk
+            shutil.rmtree(old, ignore_errors=True)
+            continue
+        with lock:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -129,7 +189,7 @@ def _pch_plan(root: Path, cxx: str, cflags: str, post_cflags: str) -> tuple[Path
     cxx_argv = shlex.split(cxx)
     flags = [f for f in shlex.split(cflags) if not f.startswith("-DTORCH_EXTENSION_NAME=")]
     flags += shlex.split(post_cflags)
-    if not header.is_file() or not cxx_argv:
+    if not header.is_file() or not cxx_argv or pch_flags_refused(flags) is not None:
         return None
     compiler = _compiler_id(cxx_argv)
     if compiler is None:
@@ -149,7 +209,7 @@ def pending_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "") -> Pat
     if (d / "failed").exists() or (d / "torch" / "extension.h.gch").is_file() or not (d / ".lock").exists():
         return None
     try:
-        with open(d / ".lock") as lock:
+        with _open_lock(d / ".lock", create=False) as lock:
             fcntl.flock(lock, fcntl.LOCK_SH | fcntl.LOCK_NB)
     except BlockingIOError:
         return d  # held: a maker is at work
@@ -181,7 +241,11 @@ def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
     if not d.exists():
         _evict_pch_variants(root, MAX_PCH_VARIANTS - 1)
     (d / "torch").mkdir(parents=True, exist_ok=True)
-    with open(d / ".lock", "a") as lock:
+    try:
+        lock = _open_lock(d / ".lock")
+    except OSError:
+        return None
+    with lock:
         if not lock_held:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -201,6 +265,8 @@ def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
         try:
             r = subprocess.run([*cxx_argv, "-x", "c++-header", str(hdr), "-o", str(tmp), *flags],
                                capture_output=True, text=True, timeout=timeout_s)
+            if r.returncode == 0 and not tmp.is_file():  # the folder was removed under the compile: not the header's fault
+                return None
             ok = r.returncode == 0 and tmp.is_file()
             err = r.stderr[-4000:] or f"exit {r.returncode}"
         except subprocess.TimeoutExpired:  # the child is killed; a loaded host, not a broken header: try again later

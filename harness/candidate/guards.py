@@ -88,11 +88,22 @@ def snapshot_functions() -> dict[str, Any]:
     # harness fills a buffer) and dispatch modes left on the stack: the keys start with "torch._", compared by value.
     snap["torch._aten_overrides"] = frozenset(k for k in getattr(torch.library, "_impls", ()) if k.startswith("aten/"))
     snap["torch._dispatch_modes"] = torch._C._len_torch_dispatch_stack()
+    import types
+
     from ..measure import compare, device, timing
 
     for mod in (timing, device, compare):
         for k, v in _callables_of(mod).items():
             snap[f"{mod.__name__}.{k}"] = v
+        for k, v in vars(mod).items():
+            # the modules the timer reads through (a proxy put in place of ``device.time`` keeps every function
+            # above), and the methods of its classes (``Clock.interval`` replaced keeps the class's identity)
+            if isinstance(v, types.ModuleType):
+                snap[f"{mod.__name__}.{k}"] = v
+            elif isinstance(v, type) and v.__module__ == mod.__name__:
+                for name, member in vars(v).items():
+                    if callable(member) or isinstance(member, (classmethod, staticmethod, property)):
+                        snap[f"{mod.__name__}.{k}.{name}"] = member
     return snap
 
 

@@ -105,6 +105,9 @@ SPREAD_FACTOR = 1.0  # the witness's (hack) allowance only
 # The naive loop's bracket (naive_floor, evidence only): one round trip over the whole loop, no per-call excess.
 NAIVE_CREDIT_SLACK_MS = {"cpu": 0.02, "cuda": 0.6}
 QUANTILE = 0.1  # a low quantile (the least of fewer than ten): scheduler delays only ever add time, to the calls and to the calibration alike
+# A release's reports may add up to at most its interval (both clocks tick alike; the reports lie inside it) plus
+# this, for the rounding of two clocks' readings.
+REPORT_INSIDE_MS, REPORT_INSIDE_REL = 0.01, 0.01
 # Baselines the judge times, by request name -> record field.
 BASELINE_SUBJECTS = {"naive": "naive_baseline_fp32", "tf32": "verified_baseline_tf32", "fp32": "verified_baseline_fp32",
                      "compile": "verified_baseline_compile"}
@@ -187,7 +190,13 @@ def timing_floor(intervals_ms: list[float], reported_ms: list[float], calibratio
     time is beyond the witness allowance (which the spread widens: a forgery, not noise). ``tree_cpu_ms`` (a CPU
     run: the candidate's tree's CPU time per release, release to report): what the tree ran beyond ``threads``
     times the interval, less a small allowance, ran beside the worker; each call is credited at least its report plus
-    its share of that, and the median of those raises ``credited_ms``."""
+    its share of that, and the median of those raises ``credited_ms``.
+
+    The reports are the candidate's: paired with their intervals, a forger who under-reports most calls and
+    over-reports a few sets the low quantile of ``interval - report`` itself (a red-team forgery of 2026-12-07 got
+    4.8-8x that way). So ``hidden`` is also taken unpaired, the judge's own low quantile of the intervals against the
+    median report, which no shuffling of reports moves, and the larger of the two counts; and a release whose reports
+    add up to more than its interval (``REPORT_INSIDE_*``), which no honest clock reads, fails the witness."""
     kind = "cuda" if cuda else "cpu"
     if len(reported_ms) != batch * len(intervals_ms):
         raise ValueError(f"{len(reported_ms)} reported times for {len(intervals_ms)} releases of {batch}")
@@ -195,14 +204,18 @@ def timing_floor(intervals_ms: list[float], reported_ms: list[float], calibratio
     batches = [reported_ms[k * batch:(k + 1) * batch] for k in range(len(intervals_ms))]
     unexplained = [i - sum(r) for i, r in zip(intervals_ms, batches, strict=True)]
     overhead = _quantile(calibration_ms, QUANTILE)
-    hidden = (_quantile(unexplained, QUANTILE) - overhead) / batch
+    paired = (_quantile(unexplained, QUANTILE) - overhead) / batch
+    unpaired = (_quantile(intervals_ms, QUANTILE) - overhead) / batch - med
+    hidden = max(paired, unpaired)
+    outside = sum(sum(r) > i + REPORT_INSIDE_MS + REPORT_INSIDE_REL * i for i, r in zip(intervals_ms, batches, strict=True))
     spread = (_quantile(calibration_ms, 0.5) - overhead) / batch
     credit_slack = CREDIT_SLACK_MS[kind] / batch + CREDIT_SLACK_REL * med
     witness_slack = WITNESS_SLACK_MS[kind] / batch + WITNESS_SLACK_REL * med + SPREAD_FACTOR * spread
     credited = max(med, med + hidden - credit_slack)
-    out = {"reported_median_ms": med, "overhead_ms": overhead, "hidden_ms": hidden, "spread_ms": spread,
-           "credit_slack_ms": credit_slack, "witness_slack_ms": witness_slack, "ok": hidden <= witness_slack,
-           "batch": batch}
+    out = {"reported_median_ms": med, "overhead_ms": overhead, "hidden_ms": hidden, "hidden_paired_ms": paired,
+           "hidden_unpaired_ms": unpaired, "reports_outside_interval": outside, "spread_ms": spread,
+           "credit_slack_ms": credit_slack, "witness_slack_ms": witness_slack,
+           "ok": hidden <= witness_slack and not outside, "batch": batch}
     if tree_cpu_ms is not None:
         parallel = [max(0.0, c - threads * i - PARALLEL_SLACK_MS - PARALLEL_SLACK_REL * i) / batch
                     for c, i in zip(tree_cpu_ms, intervals_ms, strict=True)]
@@ -1392,7 +1405,10 @@ class Session:
                     f"which {floor['overhead_ms']:.4g} ms are the timer's and the hand-over's own work as measured "
                     f"here; the candidate process reported {floor['reported_median_ms']:.4g} ms per call, leaving "
                     f"{floor['hidden_ms']:.4g} ms per call unexplained (allowed {floor['witness_slack_ms']:.3g} ms; "
-                    f"calibrated by {floor['calibrated_by']}){_pooled_text(floor)}{_phases_text(floor)}")
+                    f"calibrated by {floor['calibrated_by']}){_pooled_text(floor)}{_phases_text(floor)}"
+                    + (f"; in {floor['reports_outside_interval']} release(s) the reported times add up to more than "
+                       "the judge's interval around them, which no honest clock reads"
+                       if floor["reports_outside_interval"] else ""))
         # The naive loop stays timed as KernelBench published it (the candidate process's own timer): its bracket on
         # this clock is evidence only. Verified's credit meets the naive speedup only as a ceiling, never above its
         # own judge-clocked estimate (harness.scoring.protocols), so a forged naive time cannot raise it; and a loop of

@@ -4,8 +4,11 @@ The verified protocol loads random values into the reference's parameters (a ker
 LayerNorm weight of ones or a zero bias must fail). An honest candidate may name its own parameters
 differently (``weight`` for the reference's ``ln.weight``), so values go by a mapping, resolved in
 this order for the parameters still unmapped: same name and shape; then the same last name component and shape,
-unique on both sides (``bn.weight`` and ``weight``); then shapes in declaration order
-(when the remaining shape sequences are identical); then shapes that are unique on both sides.
+unique on both sides (``bn.weight`` and ``weight``); then the same role and shape, unique on both sides (a scale
+named ``gamma``, ``scale`` or ``ln_weight`` for a ``weight``; a shift named ``beta``, ``shift`` or ``ln_bias`` for a
+``bias``: an honest LayerNorm that declared ``beta`` before ``gamma`` was once paired by declaration order, its
+affine parameters swapped, and called incorrect); then shapes in declaration order (when the remaining shape
+sequences are identical); then shapes that are unique on both sides.
 
 What the candidate declares decides only where values are loaded on its side, never whether the reference is
 perturbed (issue 30: decoy parameters once made the mapping fail and switched perturbation off on both sides):
@@ -39,6 +42,16 @@ class ParamMapping:
 
 Entry = tuple[str, tuple[int, ...]]
 
+# Words that name an affine parameter's role, in a leaf name or one of its underscore-separated parts.
+ROLE_WORDS = {"weight": {"weight", "w", "gamma", "g", "scale"}, "bias": {"bias", "b", "beta", "shift", "offset"}}
+
+
+def _role(name: str) -> str | None:
+    """``weight`` or ``bias`` when the leaf name says which and not both, else None."""
+    words = set(name.rsplit(".", 1)[-1].lower().split("_"))
+    roles = [role for role, names in ROLE_WORDS.items() if words & names]
+    return roles[0] if len(roles) == 1 else None
+
 
 def map_parameters(reference: list[Entry], candidate: list[Entry]) -> ParamMapping:
     """``reference``/``candidate``: (name, shape) of floating parameters (and, for the candidate, floating
@@ -65,6 +78,12 @@ def map_parameters(reference: list[Entry], candidate: list[Entry]) -> ParamMappi
         same_ref = [x for x in ref_left if leaf(x) == leaf(r)]
         same_cand = [x for x in cand_left if leaf(x) == leaf(r)]
         if len(same_ref) == 1 and len(same_cand) == 1:
+            take(same_cand[0], r)
+    for r in list(ref_left):
+        role = _role(r[0])
+        same_ref = [x for x in ref_left if x[1] == r[1] and _role(x[0]) == role]
+        same_cand = [x for x in cand_left if x[1] == r[1] and _role(x[0]) == role]
+        if role is not None and len(same_ref) == 1 and len(same_cand) == 1:
             take(same_cand[0], r)
     if ref_left and [s for _, s in ref_left] == [s for _, s in cand_left]:
         for c, r in zip(list(cand_left), list(ref_left), strict=True):

@@ -71,7 +71,7 @@ GUARDS: tuple[Guard, ...] = (
     Guard("no_deferred_work", "hack", "behaviour", "candidate_process", "timing",
           "outputs change after their call returned (work deferred past the timer)"),
     Guard("no_output_replay", "hack", "behaviour", "candidate_process", "timing",
-          "a timed call returns the storage of an earlier call's output"),
+          "a timed call returns an earlier output for the same inputs, unchanged, or its input's own storage"),
     Guard("no_threads_after_return", "hack", "behaviour", "candidate_process", "timing",
           "threads alive right after a timed call returned"),
     Guard("no_unsynchronised_side_streams", "hack", "behaviour", "candidate_process", "timing",
