@@ -69,16 +69,34 @@ def test_mapping_by_role_when_an_honest_kernel_declares_its_shift_before_its_sca
     # Red team, 2026-12-07: an honest LayerNorm declaring beta before gamma was paired by declaration order (weight
     # into beta, bias into gamma) and called incorrect; declared gamma first it was correct.
     ref = [("ln.weight", (8,)), ("ln.bias", (8,))]
-    for cand in ([("beta", (8,)), ("gamma", (8,))], [("shift", (8,)), ("scale", (8,))],
-                 [("ln_bias", (8,)), ("ln_weight", (8,))], [("b", (8,)), ("w", (8,))]):
+    for cand in ([("beta", (8,)), ("gamma", (8,))], [("ln_bias", (8,)), ("ln_weight", (8,))]):
         assert map_parameters(ref, cand).pairs == {cand[1][0]: "ln.weight", cand[0][0]: "ln.bias"}, cand
-    # no role in the names: declaration order, as before; a name with both roles is no clue
+    # no role in the names, or names with both roles: declaration order, as before
     assert map_parameters(ref, [("p", (8,)), ("q", (8,))]).pairs == {"p": "ln.weight", "q": "ln.bias"}
-    assert map_parameters(ref, [("w_b", (8,)), ("q", (8,))]).pairs == {"w_b": "ln.weight", "q": "ln.bias"}
-    # two scales of one shape on a side: the role is no clue there either
+    assert map_parameters(ref, [("weight_bias", (8,)), ("q", (8,))]).pairs == {"weight_bias": "ln.weight", "q": "ln.bias"}
+    # two norms of one shape, named by position alone: declaration order
     two = [("n1.weight", (8,)), ("n1.bias", (8,)), ("n2.weight", (8,)), ("n2.bias", (8,))]
     cand = [("g1", (8,)), ("b1", (8,)), ("g2", (8,)), ("b2", (8,))]
     assert map_parameters(two, cand).pairs == dict(zip([c for c, _ in cand], [r for r, _ in two], strict=True))
+
+
+def test_roles_never_pair_wrongly_where_other_rules_left_parameters_unpaired():
+    # Red team round 2, 2026-12-07 (level2/85, level2/33). With scale/w/b as role words and roles taken before
+    # declaration order, a GroupNorm's weight went into the problem's own channel scale, and a Linear's weight
+    # paired by its role made the rest line up for a wrong positional pairing. What no rule pairs stays unpaired.
+    ref85 = [("scale", (16, 1, 1)), ("conv.weight", (16, 3, 3, 3)), ("conv.bias", (16,)), ("group_norm.weight", (16,)),
+             ("group_norm.bias", (16,))]
+    conv = [("conv.weight", (16, 3, 3, 3)), ("conv.bias", (16,))]
+    m = map_parameters(ref85, [*conv, ("alpha", (16,)), ("beta", (16,)), ("post_scale", (16,))])
+    assert m.pairs == {"conv.weight": "conv.weight", "conv.bias": "conv.bias", "beta": "group_norm.bias"}
+    m = map_parameters(ref85, [*conv, ("gn_weight", (16,)), ("gn_bias", (16,)), ("chan_mult", (16,))])
+    assert m.pairs == {"conv.weight": "conv.weight", "conv.bias": "conv.bias", "gn_weight": "group_norm.weight",
+                       "gn_bias": "group_norm.bias"}
+    o, i = 32, 64
+    ref33 = [("scale", (o,)), ("gemm.weight", (o, i)), ("gemm.bias", (o,)), ("bn.weight", (o,)), ("bn.bias", (o,))]
+    m = map_parameters(ref33, [("w", (o, i)), ("b", (o,)), ("bn_gamma", (o,)), ("bn_beta", (o,)), ("s", (o,))])
+    assert m.pairs == {"w": "gemm.weight", "bn_gamma": "bn.weight"}
+    assert m.reference_only == ["scale", "gemm.bias", "bn.bias"]
 
 
 def test_mapping_perturbs_the_reference_alone_when_the_candidate_holds_nothing_for_it():

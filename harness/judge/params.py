@@ -4,11 +4,15 @@ The verified protocol loads random values into the reference's parameters (a ker
 LayerNorm weight of ones or a zero bias must fail). An honest candidate may name its own parameters
 differently (``weight`` for the reference's ``ln.weight``), so values go by a mapping, resolved in
 this order for the parameters still unmapped: same name and shape; then the same last name component and shape,
-unique on both sides (``bn.weight`` and ``weight``); then the same role and shape, unique on both sides (a scale
-named ``gamma``, ``scale`` or ``ln_weight`` for a ``weight``; a shift named ``beta``, ``shift`` or ``ln_bias`` for a
-``bias``: an honest LayerNorm that declared ``beta`` before ``gamma`` was once paired by declaration order, its
-affine parameters swapped, and called incorrect); then shapes in declaration order (when the remaining shape
-sequences are identical); then shapes that are unique on both sides.
+unique on both sides (``bn.weight`` and ``weight``); then shapes in declaration order (when the remaining shape
+sequences are identical and no pair contradicts the names' roles); then shapes that are unique on both sides; then
+the same role and shape, unique on both sides. A role is what a name says: ``weight`` or ``gamma`` (a scale),
+``bias`` or ``beta`` (a shift), as the leaf name or one of its underscore-separated words. An honest LayerNorm that
+declared ``beta`` before ``gamma`` was once paired by declaration order, its affine parameters swapped, and called
+incorrect: where the order contradicts the roles, the roles pair what they tell apart and the order is not used.
+Roles come last otherwise, and only the plain words count (a red team's ``post_scale`` beside a GroupNorm's
+``alpha`` took the norm's weight when ``scale`` was a role word, and a role pair taken early let declaration order
+pair the rest wrongly).
 
 What the candidate declares decides only where values are loaded on its side, never whether the reference is
 perturbed (issue 30: decoy parameters once made the mapping fail and switched perturbation off on both sides):
@@ -43,7 +47,7 @@ class ParamMapping:
 Entry = tuple[str, tuple[int, ...]]
 
 # Words that name an affine parameter's role, in a leaf name or one of its underscore-separated parts.
-ROLE_WORDS = {"weight": {"weight", "w", "gamma", "g", "scale"}, "bias": {"bias", "b", "beta", "shift", "offset"}}
+ROLE_WORDS = {"weight": {"weight", "gamma"}, "bias": {"bias", "beta"}}
 
 
 def _role(name: str) -> str | None:
@@ -79,21 +83,28 @@ def map_parameters(reference: list[Entry], candidate: list[Entry]) -> ParamMappi
         same_cand = [x for x in cand_left if leaf(x) == leaf(r)]
         if len(same_ref) == 1 and len(same_cand) == 1:
             take(same_cand[0], r)
-    for r in list(ref_left):
-        role = _role(r[0])
-        same_ref = [x for x in ref_left if x[1] == r[1] and _role(x[0]) == role]
-        same_cand = [x for x in cand_left if x[1] == r[1] and _role(x[0]) == role]
-        if role is not None and len(same_ref) == 1 and len(same_cand) == 1:
-            take(same_cand[0], r)
+    def by_role() -> None:
+        for r in list(ref_left):
+            role = _role(r[0])
+            same_ref = [x for x in ref_left if x[1] == r[1] and _role(x[0]) == role]
+            same_cand = [x for x in cand_left if x[1] == r[1] and _role(x[0]) == role]
+            if role is not None and len(same_ref) == 1 and len(same_cand) == 1:
+                take(same_cand[0], r)
+
     if ref_left and [s for _, s in ref_left] == [s for _, s in cand_left]:
-        for c, r in zip(list(cand_left), list(ref_left), strict=True):
-            take(c, r)
+        zipped = list(zip(list(cand_left), list(ref_left), strict=True))
+        if any(None not in (_role(c[0]), _role(r[0])) and _role(c[0]) != _role(r[0]) for c, r in zipped):
+            by_role()  # the order contradicts the names (beta declared before gamma): the names pair, not the order
+        else:
+            for c, r in zipped:
+                take(c, r)
     if ref_left:
         for r in list(ref_left):
             same_ref = [x for x in ref_left if x[1] == r[1]]
             same_cand = [x for x in cand_left if x[1] == r[1]]
             if len(same_ref) == 1 and len(same_cand) == 1:
                 take(same_cand[0], r)
+    by_role()
     # Leftovers on both sides get no guess: a wrong pairing would fail an honest kernel, and no pairing at all
     # leaves the reference perturbed there alone, so no declaration spares a kernel the perturbation.
     return ParamMapping(pairs=pairs, reference_only=[n for n, _ in ref_left])
