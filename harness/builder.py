@@ -4,7 +4,6 @@ filed by this process; the precompiled headers a build missed, made afterwards i
 
 from __future__ import annotations
 
-import fcntl
 import json
 import shlex
 import shutil
@@ -20,10 +19,10 @@ from .build.build import (
     MAX_PCH_VARIANTS,
     PCH_REQUESTS_ENV,
     _evict_pch_variants,
-    _open_lock,
     _pch_plan,
     build_env,
     prune_pch_folder,
+    try_lock_pch,
 )
 from .builds import (
     BuildResult,
@@ -182,14 +181,7 @@ class Builder:
         (d / "torch").mkdir(parents=True, exist_ok=True)
         # Held while the maker works, as a trusted build's maker holds it: another evaluator sharing the cache evicts
         # only unlocked folders (it once removed this one under the compile, and the PCH was marked failed for good).
-        try:
-            lock = _open_lock(d / ".lock")
-        except OSError:
-            return
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # BlockingIOError: another evaluator is making it
-            lock.close()
+        if (lock := try_lock_pch(d)) is None:  # another evaluator is making it
             return
         setup = self.setup
         # Not under the evaluator's temporary root: an evaluator closed right after a build (a one-shot evaluation)

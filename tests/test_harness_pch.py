@@ -201,15 +201,11 @@ def test_a_real_build_compiles_against_a_valid_pch(sigmoid_built):
     assert f"! {d / 'torch' / 'extension.h.gch'}" in r.stderr  # "!": GCC found the PCH valid and used it
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sandboxed PCH makers on Linux only")
-def test_a_pch_a_build_missed_is_made_even_when_its_evaluator_closes_at_once(tmp_path, monkeypatch):
-    """The evaluator makes a missed PCH in a background thread, sandboxed; an evaluator closed right after its build
-    (a one-shot CLI evaluation, a test) once removed the temporary root that thread was about to make its work
-    folder in, and the PCH was never made."""
-    import harness
-
+def _sandboxed_pch_root(tmp_path: Path, monkeypatch) -> tuple[Path, str]:
+    """A PCH root whose compiler is a fake g++ inside it (the one folder of tmp_path a sandboxed maker can read), set
+    as the evaluator's; returns the root and the compiler shim a build's requests name."""
     root = tmp_path / "pch"
-    fake = root / "bin" / "fake-g++"  # inside the PCH root: the one folder of tmp_path a sandbox can read
+    fake = root / "bin" / "fake-g++"
     fake.parent.mkdir(parents=True)
     fake.write_text('#!/bin/sh\nif [ "$1" = "-v" ]; then echo "gcc version 99.0 (fake)" >&2; exit 0; fi\n'
                     'out=""; prev=""\nfor a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done\n'
@@ -218,7 +214,17 @@ def test_a_pch_a_build_missed_is_made_even_when_its_evaluator_closes_at_once(tmp
     monkeypatch.setenv("CXX", str(fake))
     monkeypatch.setenv("KV_PCH_DIR", str(root))
     monkeypatch.delenv("PYTORCH_NVCC", raising=False)
-    shim = B.compiler_shims(root)["CXX"]
+    return root, B.compiler_shims(root)["CXX"]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="sandboxed PCH makers on Linux only")
+def test_a_pch_a_build_missed_is_made_even_when_its_evaluator_closes_at_once(tmp_path, monkeypatch):
+    """The evaluator makes a missed PCH in a background thread, sandboxed; an evaluator closed right after its build
+    (a one-shot CLI evaluation, a test) once removed the temporary root that thread was about to make its work
+    folder in, and the PCH was never made."""
+    import harness
+
+    root, shim = _sandboxed_pch_root(tmp_path, monkeypatch)
     requests = tmp_path / "pch-requests.jsonl"  # what a sandboxed build writes for a PCH it found missing
     requests.write_text(json.dumps({"cxx": shim, "cflags": CFLAGS, "post_cflags": ""}) + "\n")
     ev = harness.Evaluator("cpu", "small", cache_dir=tmp_path / "cache")
@@ -310,17 +316,7 @@ def test_the_evaluator_makes_no_pch_from_a_request_whose_flags_would_run_a_progr
     evaluator's PCH maker (outside the build's sandbox) run the candidate's program in place of the compiler."""
     import harness
 
-    root = tmp_path / "pch"
-    fake = root / "bin" / "fake-g++"
-    fake.parent.mkdir(parents=True)
-    fake.write_text('#!/bin/sh\nif [ "$1" = "-v" ]; then echo "gcc version 99.0 (fake)" >&2; exit 0; fi\n'
-                    'out=""; prev=""\nfor a in "$@"; do [ "$prev" = "-o" ] && out="$a"; prev="$a"; done\n'
-                    'echo pch > "$out"\n')
-    fake.chmod(0o755)
-    monkeypatch.setenv("CXX", str(fake))
-    monkeypatch.setenv("KV_PCH_DIR", str(root))
-    monkeypatch.delenv("PYTORCH_NVCC", raising=False)
-    shim = B.compiler_shims(root)["CXX"]
+    root, shim = _sandboxed_pch_root(tmp_path, monkeypatch)
     bad, good = f"{CFLAGS} -wrapper /bin/sh,-c,true", f"{CFLAGS} -DGOOD"
     requests = tmp_path / "pch-requests.jsonl"
     requests.write_text("".join(json.dumps({"cxx": shim, "cflags": c, "post_cflags": ""}) + "\n" for c in (bad, good)))

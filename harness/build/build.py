@@ -117,6 +117,21 @@ def _open_lock(path: Path, create: bool = True):
     return os.fdopen(fd, "a" if create else "r")
 
 
+def try_lock_pch(d: Path):
+    """``d``'s ``.lock`` opened (``_open_lock``) and held exclusively, or None: another process holds it (a maker at
+    work), or it is no regular file."""
+    try:
+        lock = _open_lock(d / ".lock")
+    except OSError:
+        return None
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.close()
+        return None
+    return lock
+
+
 def prune_pch_folder(d: Path) -> None:
     """Remove from a PCH folder whatever a PCH folder never holds (``PCH_FILES``): links, FIFOs, other files."""
     if d.is_symlink() or not d.is_dir():
@@ -241,16 +256,14 @@ def ensure_pch(root: Path, cxx: str, cflags: str, post_cflags: str = "",
     if not d.exists():
         _evict_pch_variants(root, MAX_PCH_VARIANTS - 1)
     (d / "torch").mkdir(parents=True, exist_ok=True)
-    try:
-        lock = _open_lock(d / ".lock")
-    except OSError:
-        return None
+    if lock_held:
+        try:
+            lock = _open_lock(d / ".lock")
+        except OSError:
+            return None
+    elif (lock := try_lock_pch(d)) is None:
+        return None  # another process is making it
     with lock:
-        if not lock_held:
-            try:
-                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                return None  # another process is making it
         if background:
             _start_pch_maker(root, cxx, cflags, post_cflags, timeout_s, lock)
             return None

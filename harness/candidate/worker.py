@@ -127,7 +127,8 @@ class _HarnessIO:
 def _one_value(t: torch.Tensor) -> bool:
     """Every element equal to the first (all zeros, all one clamp bound)."""
     try:
-        return t.numel() > 0 and bool((t.detach().reshape(-1) == t.detach().reshape(-1)[0]).all())
+        flat = t.detach().reshape(-1)
+        return flat.numel() > 0 and bool((flat == flat[0]).all())
     except Exception:  # noqa: BLE001 - exotic outputs are judged by other guards
         return False
 
