@@ -10,7 +10,8 @@ own memory (bounded; recomputed beyond the budget), never in a file. For each ca
 * computes every error statistic, the NaN/zero/dtype checks and the tolerance decisions of timed
   outputs from the bytes the candidate handed back, against expected outputs it computed itself;
 * picks, after each timed call has returned, whether that call's (already captured) output is
-  checked, so a candidate cannot tell checked calls from unchecked ones;
+  checked, so a candidate cannot tell checked calls from unchecked ones; until a pick falls, it holds one
+  unpicked output back (each equally likely) and checks it as timing ends, so some timed call is always checked;
 * times every timed call with its own clock, from letting it go to the report that its whole output is handed over,
   against its own calibration of the rest (``timing_floor``): the credited kernel time never falls below what that
   clock allows, and a report well below it fails ``timing_witness``.
@@ -30,7 +31,7 @@ import select
 import statistics
 import sys
 import time
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -132,6 +133,19 @@ def most_timed_calls(settings, kernel: bool = False) -> int:
     batch's more (``kernel``: its round ends with a whole batch)."""
     return max(settings.timed_min_iters(), settings.verified_max_iters) + M.BASELINE_CALLS_PER_REQUEST \
         + (settings.timed_batch if kernel else 0)
+
+
+class _Held(NamedTuple):
+    """A timed call's output held back to be checked as timing ends: its input set and that set's key, seed and
+    spec as the call ran, its description, and its bytes (its sealed file, or a copy, or at ``offset``)."""
+    idx: int
+    key: tuple
+    seed: int
+    spec: tuple
+    sent: Any
+    slot: Any
+    snapshot: Any
+    offset: int
 
 
 def check_probability(fraction: float, min_iters: int) -> float:
@@ -655,6 +669,11 @@ class Session:
         self.timed_checked = 0
         self.timed_failures: list[str] = []
         self.check_seconds = 0.0  # the judge's time in timed calls' checks (each a reference of fresh inputs)
+        # Until a timed call is checked: one of the unpicked calls so far, drawn uniformly (a reservoir of one), held to
+        # be checked when timing ends, so a kernel wrong on every timed call is caught even when no pick fell
+        self._reserve: _Held | None = None
+        self._reserve_seen = 0
+        self.held_checked = False
         # Where each timing set lies in the shared buffer: every timed call's set is refilled there with fresh values
         # (_renew) before it is let go. fresh_values: why a problem's inputs could not be (None: renewed every call).
         self.set_descs: list[list[dict]] = []
@@ -799,6 +818,7 @@ class Session:
             self.timing_sets.clear()
             self._end_timing()
             self._close_slots()
+            self._drop_reserve()
             if self._cal_slot is not None:
                 self._cal_slot.close()
             self.buf.close()  # GiBs at full size: the judge serves every later candidate of its problem
@@ -887,6 +907,7 @@ class Session:
             if self.timed_calls_reported < (least := j.settings.timed_min_iters()):  # too few for the witness
                 raise M.ProtocolBreach(f"ended timing after {self.timed_calls_reported} timed calls of the kernel, "
                                        f"fewer than the {least} the timer makes")
+            self._check_reserve()
             self.timing_sets.clear()
             self._end_timing()
             self.j.release()
@@ -1234,9 +1255,10 @@ class Session:
                                  for _idx, sent, slot, sealed_k, offset in picked]
                 for (idx, sent, slot, _sealed, offset), snapshot in zip(picked, snapshots, strict=True):
                     self._check_timed(sent, idx, slot, offset, snapshot)
+                self._hold_back([call for call in handed if not any(call is q for q in picked)])
             finally:
                 for slot in slots:
-                    if slot is not None:
+                    if slot is not None and (self._reserve is None or slot is not self._reserve.slot):
                         slot.close()
             with self._clock("calibration"):  # two per batch: the calibration's low quantile is the steadier for it
                 self.calibration_ms += [self._calibrate(), self._calibrate()]
@@ -1244,24 +1266,66 @@ class Session:
         self._send("ok", fields, fds=fds)
 
     def _check_timed(self, sent: M.Output, idx: int, slot: OutputSlot | None, offset: int,
-                     snapshot: torch.Tensor | None) -> None:
-        """Judge a timed call's handed-over output against its own inputs' reference. Sealed in its file it is read
-        when needed; bytes in a shared buffer (a device hand-over at ``offset``, or a file left unsealed) come as
-        ``snapshot``, copied before any reference was computed, so bytes written after the report are not judged."""
-        t0 = time.perf_counter()
-        with self._clock("expected"):
-            exp = self._expected_timing(idx)
-        self.check_seconds += time.perf_counter() - t0
+                     snapshot: torch.Tensor | None, exp: Expected | None = None, spec: tuple | None = None) -> None:
+        """Judge a timed call's handed-over output against its own inputs' reference (``exp``, ``spec``: given for a
+        call held back, whose set has been renewed since). Sealed in its file it is read when needed; bytes in a
+        shared buffer (a device hand-over at ``offset``, or a file left unsealed) come as ``snapshot``, copied before
+        any reference was computed, so bytes written after the report are not judged."""
+        if exp is None:
+            t0 = time.perf_counter()
+            with self._clock("expected"):
+                exp = self._expected_timing(idx)
+            self.check_seconds += time.perf_counter() - t0
         with self._clock("compare"):
             st, exc = self._judge_output("output", M.payload(sent), offset, self.out_cap, exp,
                                          snapshot=snapshot, slot=slot)
         if exp.nonfinite:  # as a trial whose reference is NaN/Inf (fp16 past 65504 on a hidden draw): not counted
             return
         self.timed_checked += 1
-        adversarial = self._spec(idx)[1] is not None
+        adversarial = (spec or self._spec(idx))[1] is not None
         if exc is not None or st is None or not verified_pass(st, exp, self.j.precision, adversarial):
             why = exc[-200:] if exc else (_why_failed(st, exp) if st else "no output")
             self.timed_failures.append(f"timed call on set {idx}: {why}")
+
+    def _hold_back(self, unpicked: list[tuple]) -> None:
+        """While no timed call has been checked, keep one of the unpicked ones so far, each equally likely (its bytes:
+        its sealed file kept open, else a copy now); once one has been, let the held one go."""
+        if self.timed_checked or self.timed_failures:
+            self._drop_reserve()
+            return
+        for idx, sent, slot, sealed, offset in unpicked:
+            self._reserve_seen += 1
+            if self.j.rng.random() * self._reserve_seen >= 1.0:
+                continue
+            self._drop_reserve()
+            key, seed = self.timing_keys[idx]
+            with self._clock("compare"):
+                snapshot = None if slot is not None and sealed else self._snapshot(sent, slot, offset)
+            self._reserve = _Held(idx, key, seed, self._spec(idx), sent, slot if snapshot is None else None,
+                                  snapshot, offset)
+
+    def _drop_reserve(self) -> None:
+        held, self._reserve = self._reserve, None
+        if held is not None and held.slot is not None:
+            held.slot.close()
+
+    def _check_reserve(self) -> None:
+        """As timing ends: where no pick fell on any timed call, the one held back is checked against its own inputs'
+        reference (drawn again from its seed)."""
+        held = self._reserve
+        if held is None or self.timed_checked or self.timed_failures:
+            self._drop_reserve()
+            return
+        try:
+            with self._paused("checking a timed call held back"):
+                with self._clock("expected"):
+                    scale, dist = held.spec
+                    exp = self.j.expected(held.key if held.key[-1] == 0 else None, held.seed, scale, self.variant,
+                                          naive=False, distribution=dist, forward=self.j.timing_seeds[held.idx])
+                self._check_timed(held.sent, held.idx, held.slot, held.offset, held.snapshot, exp=exp, spec=held.spec)
+            self.held_checked = True
+        finally:
+            self._drop_reserve()
 
     @staticmethod
     def _readable(sent: M.Output, expected_shape: Any, cap: int) -> bool:
@@ -1474,6 +1538,7 @@ class Session:
             guards.append(outcome("timed_outputs_correct", not self.timed_failures,
                 detail="; ".join(self.timed_failures[:4]) or
                        f"{self.timed_checked} timed call(s), picked after each returned, pass the verified tolerance"
+                       + (" (no pick fell: one held back, checked as timing ended)" if self.held_checked else "")
                        + ("" if self.fresh_values is None else f" (inputs not renewed per call: {self.fresh_values})")))
         if self.protocol_error:
             guards.append(outcome("judge_protocol", False, detail=self.protocol_error))

@@ -83,7 +83,8 @@ class EvalSettings(BaseModel):
     timed_check_seconds: float = Field(
         5.0, gt=0, description="judge seconds the timed calls' checks may take at that share: every timed call gets "
                                "fresh input values, so each check computes its own reference. Beyond it the share "
-                               "drops to a few expected checks over the calls left, never to none")
+                               "drops to a few expected checks over the calls left; where no pick fell on any call, "
+                               "one held back (each equally likely) is checked as timing ends, so never none")
     memory_limit_bytes: int | None = Field(
         None, description="host memory of a sandbox's whole process tree (a cgroup: mappings, plus the shared memory "
                           "and page cache it dirties; polled resident memory where no cgroup can be made) beyond which "

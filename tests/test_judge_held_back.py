@@ -1,0 +1,72 @@
+"""A timed call held back: while no pick has fallen on a timed call, the judge keeps one unpicked output (each
+equally likely) and checks it as timing ends, so a kernel wrong on every timed call is caught even when the
+picks, random by design, miss all of them (hacks/cpu/approximate_when_timed_relu once passed a CI run so)."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+
+from harness.judge.judge import Session
+
+
+class _Slot:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def _session(seed: int) -> Session:
+    s = Session.__new__(Session)  # only what holding back touches: no judge process, no candidate
+    s.j = SimpleNamespace(rng=random.Random(seed))
+    s.timing_keys = [(("set", k, 0), 100 + k) for k in range(4)]
+    s.timing_specs = [(1.0, None)] * 4
+    s.timed_checked, s.timed_failures, s.spent = 0, [], {}
+    s._reserve, s._reserve_seen = None, 0
+    s._snapshot = lambda sent, slot, offset: f"copy of {sent}"
+    return s
+
+
+def _calls(start: int, n: int, sealed: bool = True) -> list[tuple]:
+    return [(k % 4, f"call {k}", _Slot(), sealed, 0) for k in range(start, start + n)]
+
+
+def test_each_unpicked_call_is_equally_likely_to_be_held():
+    held = {}
+    for seed in range(3000):
+        s = _session(seed)
+        for batch in range(5):  # five batches of two, no pick on any
+            s._hold_back(_calls(2 * batch, 2))
+        held[s._reserve.sent] = held.get(s._reserve.sent, 0) + 1
+    assert sorted(held) == sorted(f"call {k}" for k in range(10))
+    assert all(200 < n < 400 for n in held.values()), held  # 300 expected each
+
+
+def test_held_call_keeps_its_sealed_file_until_let_go():
+    s = _session(1)
+    calls = _calls(0, 6)
+    s._hold_back(calls)
+    kept = s._reserve
+    assert kept.slot is not None and kept.snapshot is None and not kept.slot.closed
+    assert kept.slot in [c[2] for c in calls]
+    s._drop_reserve()  # as timing ends, or the session does
+    assert kept.slot.closed and s._reserve is None
+
+
+def test_unsealed_output_is_held_as_a_copy_made_now():
+    s = _session(2)
+    s._hold_back(_calls(0, 1, sealed=False))
+    assert s._reserve.slot is None and s._reserve.snapshot == "copy of call 0"
+    assert (s._reserve.key, s._reserve.seed) == (("set", 0, 0), 100)  # the set's key and seed as the call ran: its reference is redrawn
+
+
+def test_a_checked_call_lets_the_held_one_go():
+    s = _session(3)
+    calls = _calls(0, 3)
+    s._hold_back(calls)
+    slot = s._reserve.slot
+    s.timed_checked = 1
+    s._hold_back(_calls(3, 2))
+    assert s._reserve is None and slot.closed
