@@ -12,6 +12,8 @@ own memory (bounded; recomputed beyond the budget), never in a file. For each ca
 * picks, after each timed call has returned, whether that call's (already captured) output is
   checked, so a candidate cannot tell checked calls from unchecked ones; until a pick falls, it holds one
   unpicked output back (each equally likely) and checks it as timing ends, so some timed call is always checked;
+  and it checks every call of a release whose interval is among the fastest so far (those that set its clock's
+  low quantile), so calls that are fast because they are wrong cannot lower the credited time;
 * times every timed call with its own clock, from letting it go to the report that its whole output is handed over,
   against its own calibration of the rest (``timing_floor``): the credited kernel time never falls below what that
   clock allows, and a report well below it fails ``timing_witness``.
@@ -210,7 +212,9 @@ def timing_floor(intervals_ms: list[float], reported_ms: list[float], calibratio
     over-reports a few sets the low quantile of ``interval - report`` itself (a red-team forgery of 2026-12-07 got
     4.8-8x that way). So ``hidden`` is also taken unpaired, the judge's own low quantile of the intervals against the
     median report, which no shuffling of reports moves, and the larger of the two counts; and a release whose reports
-    add up to more than its interval (``REPORT_INSIDE_*``), which no honest clock reads, fails the witness."""
+    add up to more than its interval (``REPORT_INSIDE_*``), which no honest clock reads, fails the witness. The low
+    quantile of the intervals is the judge's to trust because the releases that could set it are checked whole
+    (``Session._sets_the_floor``): a few calls fast because wrong do not lower it unseen."""
     kind = "cuda" if cuda else "cpu"
     if len(reported_ms) != batch * len(intervals_ms):
         raise ValueError(f"{len(reported_ms)} reported times for {len(intervals_ms)} releases of {batch}")
@@ -674,6 +678,8 @@ class Session:
         self._reserve: _Held | None = None
         self._reserve_seen = 0
         self.held_checked = False
+        self.random_picks = 0  # timed calls picked at random (each call's chance: check_probability)
+        self.fastest_checked = 0  # timed calls checked because their release was among the fastest (_sets_the_floor)
         # Where each timing set lies in the shared buffer: every timed call's set is refilled there with fresh values
         # (_renew) before it is let go. fresh_values: why a problem's inputs could not be (None: renewed every call).
         self.set_descs: list[list[dict]] = []
@@ -1248,7 +1254,12 @@ class Session:
             try:
                 if self.check_seconds > s.timed_check_seconds:  # checks' references past their budget: a few more
                     p = min(p, 4.0 / most_timed_calls(s))
-                picked = [call for call in handed if self.j.rng.random() < p]
+                # A release among the fastest so far may set the judge's low quantile (timing_floor), which a few fast,
+                # wrong calls under a forged clock would otherwise pull down: each of its calls is checked.
+                fastest = self._sets_the_floor(self.calls[-1][0])
+                picked = handed if fastest else [call for call in handed if self.j.rng.random() < p]
+                self.random_picks += 0 if fastest else len(picked)
+                self.fastest_checked += len(picked) if fastest else 0
                 # every picked output's bytes copied before any reference is computed (device memory has no seal)
                 with self._clock("compare"):
                     snapshots = [None if slot is not None and sealed_k else self._snapshot(sent, slot, offset)
@@ -1287,10 +1298,26 @@ class Session:
             why = exc[-200:] if exc else (_why_failed(st, exp) if st else "no output")
             self.timed_failures.append(f"timed call on set {idx}: {why}")
 
+    def _sets_the_floor(self, interval: float) -> bool:
+        """Whether a release may pull the judge's low quantile of the intervals (timing_floor) down: the first, and
+        any at or below that quantile of the intervals so far (both measurements' where they are weighed together)
+        that is faster than their median by more than the credit's relative allowance. A call that is fast because it
+        is wrong is then checked where it would lower the credited time by more than that allowance; to go unchecked
+        so, most calls must be fast and wrong, and the picks at random find them. Releases that differ by less than
+        the allowance (a GPU's steady ones) cost no check."""
+        earlier = [i for i, _ in self.calls[:-1]]
+        if self.prior is not None and self.prior["batch"] == self.batch:
+            earlier += self.prior["intervals"]
+        if not earlier:
+            return True
+        if interval >= (1.0 - CREDIT_SLACK_REL) * statistics.median([*earlier, interval]):
+            return False
+        return sum(i < interval for i in earlier) <= int(QUANTILE * (len(earlier) + 1))
+
     def _hold_back(self, unpicked: list[tuple]) -> None:
-        """While no timed call has been checked, keep one of the unpicked ones so far, each equally likely (its bytes:
-        its sealed file kept open, else a copy now); once one has been, let the held one go."""
-        if self.timed_checked or self.timed_failures:
+        """While no pick at random has fallen on a timed call, keep one of the unpicked ones so far, each equally
+        likely (its bytes: its sealed file kept open, else a copy now); once one has, let the held one go."""
+        if self.random_picks or self.timed_failures:
             self._drop_reserve()
             return
         for idx, sent, slot, sealed, offset in unpicked:
@@ -1313,7 +1340,7 @@ class Session:
         """As timing ends: where no pick fell on any timed call, the one held back is checked against its own inputs'
         reference (drawn again from its seed)."""
         held = self._reserve
-        if held is None or self.timed_checked or self.timed_failures:
+        if held is None or self.random_picks or self.timed_failures:
             self._drop_reserve()
             return
         try:
@@ -1537,8 +1564,10 @@ class Session:
         if self.timed_checked or self.timed_failures:
             guards.append(outcome("timed_outputs_correct", not self.timed_failures,
                 detail="; ".join(self.timed_failures[:4]) or
-                       f"{self.timed_checked} timed call(s), picked after each returned, pass the verified tolerance"
-                       + (" (no pick fell: one held back, checked as timing ended)" if self.held_checked else "")
+                       f"{self.timed_checked} timed call(s), picked after each returned, pass the verified tolerance "
+                       f"({self.fastest_checked} of them because their release was among the fastest"
+                       + ("; no pick at random fell: one held back, checked as timing ended" if self.held_checked else "")
+                       + ")"
                        + ("" if self.fresh_values is None else f" (inputs not renewed per call: {self.fresh_values})")))
         if self.protocol_error:
             guards.append(outcome("judge_protocol", False, detail=self.protocol_error))

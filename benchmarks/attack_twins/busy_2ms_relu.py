@@ -1,0 +1,13 @@
+# The honest twin of few_fast_wrong_calls_relu.py: the same 2 ms of busy work and torch.relu, its clock untouched.
+import time
+
+import torch
+import torch.nn as nn
+
+
+class ModelNew(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 0.002:  # the kernel's real work, honestly slow
+            pass
+        return torch.relu(x)
