@@ -1301,16 +1301,16 @@ class Session:
     def _sets_the_floor(self, interval: float) -> bool:
         """Whether a release may pull the judge's low quantile of the intervals (timing_floor) down: the first, and
         any at or below that quantile of the intervals so far (both measurements' where they are weighed together)
-        that is faster than their median by more than the credit's relative allowance. A call that is fast because it
-        is wrong is then checked where it would lower the credited time by more than that allowance; to go unchecked
-        so, most calls must be fast and wrong, and the picks at random find them. Releases that differ by less than
-        the allowance (a GPU's steady ones) cost no check."""
+        that is faster than their high quantile by more than the credit's relative allowance. A call that is fast
+        because it is wrong is then checked where it would lower the credited time by more than that allowance; to go
+        unchecked so, nearly all calls must be fast and wrong, and the picks at random find them. Releases that differ
+        by less than the allowance (a GPU's steady ones) cost no check."""
         earlier = [i for i, _ in self.calls[:-1]]
         if self.prior is not None and self.prior["batch"] == self.batch:
             earlier += self.prior["intervals"]
         if not earlier:
             return True
-        if interval >= (1.0 - CREDIT_SLACK_REL) * statistics.median([*earlier, interval]):
+        if interval >= (1.0 - CREDIT_SLACK_REL) * _quantile([*earlier, interval], 1.0 - QUANTILE):
             return False
         return sum(i < interval for i in earlier) <= int(QUANTILE * (len(earlier) + 1))
 
