@@ -21,3 +21,12 @@ def cores() -> str:
 
     usable, host = harness.usable_cpus(), os.cpu_count()
     return f"{host} cores" if usable == host else f"{usable} of {host} cores"
+
+
+def setting(kv: str) -> tuple[str, object]:
+    """A ``--set KEY=VALUE`` argument as an EvalSettings field and value (JSON where it parses, else the text)."""
+    key, _, text = kv.partition("=")
+    try:
+        return key, json.loads(text)
+    except ValueError:
+        return key, text

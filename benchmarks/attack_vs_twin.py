@@ -4,7 +4,8 @@ verified verdict and credited speedup of each, side by side, so a gain is read a
 Prints one markdown row per evaluation (the CPU pressure, `/proc/pressure/cpu` some avg10, read before it) and a
 summary line per file: the credited speedups and their median.
 
-    python benchmarks/attack_vs_twin.py ATTACK.py TWIN.py --problem level1/94_MSELoss [--reps 3]
+    python benchmarks/attack_vs_twin.py ATTACK.py TWIN.py --problem level1/94_MSELoss [--reps 3] \
+        [--set verified_max_iters=20]
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _results import setting  # noqa: E402
 
 from harness import EvalSettings  # noqa: E402
 from harness.runner import Evaluator  # noqa: E402
@@ -35,13 +38,18 @@ def main() -> None:
     ap.add_argument("twin")
     ap.add_argument("--problem", required=True)
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an EvalSettings value other than its default, e.g. verified_max_iters=20 (the timed calls a "
+                         "steady GPU kernel gets: adaptive stopping ends it at the minimum)")
     a = ap.parse_args()
     files = {Path(a.attack).name: Path(a.attack).read_text(), Path(a.twin).name: Path(a.twin).read_text()}
     credited: dict[str, list[float]] = {k: [] for k in files}
-    print(f"{a.problem}, load average {os.getloadavg()[0]:.2f} at start\n")
+    settings = EvalSettings(**dict(setting(kv) for kv in a.set))
+    print(f"{a.problem}, load average {os.getloadavg()[0]:.2f} at start"
+          f"{', settings ' + ' '.join(a.set) if a.set else ', default settings'}\n")
     print("| # | file | cpu pressure | verified | credited speedup | kernel ms | baseline ms | guards failed | "
           "timed call (candidate's split, median ms) |\n|---|---|---|---|---|---|---|---|---|")
-    with Evaluator("cpu", "small", settings=EvalSettings()) as ev:
+    with Evaluator("cpu", "small", settings=settings) as ev:
         for rep in range(a.reps):
             for name, source in files.items():
                 pressure = cpu_pressure()

@@ -26,6 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _results import setting  # noqa: E402
+
 import harness  # noqa: E402
 from harness import EvalSettings  # noqa: E402
 
@@ -80,14 +82,6 @@ def reported_median(detail: str) -> float | None:
     return float(m[1]) if m else None
 
 
-def _setting(kv: str) -> tuple[str, object]:
-    key, _, text = kv.partition("=")
-    try:
-        return key, json.loads(text)
-    except ValueError:
-        return key, text
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--device", default="cpu")
@@ -105,7 +99,7 @@ def main() -> None:
     # One measurement per evaluation (no second one after a witness-only failure): this measures the witness itself.
     settings = EvalSettings(verified_min_iters=20, verified_max_iters=60, verified_seconds_per_subject=2.0,
                             naive_timing_trials=30, cpu_threads=1, timed_batch=a.batch, witness_remeasure=False,
-                            **dict(_setting(kv) for kv in a.set))
+                            **dict(setting(kv) for kv in a.set))
     print(f"timed_batch={a.batch} (timed calls per release of the judge's clock){''.join(' ' + kv for kv in a.set)}\n")
     ev = harness.Evaluator(a.device, "small", settings=settings)
     print("| kernel ms | ratio | timing_witness | credited verified ms | verdict | reported ms | bought |\n"

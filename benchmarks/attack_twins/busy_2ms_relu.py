@@ -1,4 +1,5 @@
-# The honest twin of few_fast_wrong_calls_relu.py: the same 2 ms of busy work and torch.relu, its clock untouched.
+# The honest twin of harness/fixtures/hacks/cpu/few_fast_wrong_calls_set_the_floor_relu.py: the same 2 ms of busy
+# work and torch.relu, its clock untouched and every call computed.
 import time
 
 import torch

@@ -190,8 +190,21 @@ def _quantile(xs: list[float], q: float) -> float:
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
+def _hidden_by_class(intervals_ms: list[float], batches: list[list[float]], overhead: float, batch: int,
+                     classes: list[str]) -> float:
+    """Hidden time per call read within each distribution (its intervals' low quantile against its median report),
+    then that of a typical release (the median over releases of their distribution's)."""
+    per: dict[str, float] = {}
+    for c in set(classes):
+        ks = [k for k, kc in enumerate(classes) if kc == c]
+        per[c] = (_quantile([intervals_ms[k] for k in ks], QUANTILE) - overhead) / batch \
+            - statistics.median(r for k in ks for r in batches[k])
+    return statistics.median(per[c] for c in classes)
+
+
 def timing_floor(intervals_ms: list[float], reported_ms: list[float], calibration_ms: list[float], *,
-                 cuda: bool, tree_cpu_ms: list[float] | None = None, threads: int = 1, batch: int = 1) -> dict:
+                 cuda: bool, tree_cpu_ms: list[float] | None = None, threads: int = 1, batch: int = 1,
+                 checked: list[bool] | None = None, classes: list[str] | None = None) -> dict:
     """What the judge's clock allows for the kernel, from per-release intervals (release to hand-over report of a
     batch of ``batch`` calls), the reported times of those calls (``batch`` per interval, in order) and the judge's own
     calibration samples of everything else in an interval (per release, for the whole batch).
@@ -212,9 +225,17 @@ def timing_floor(intervals_ms: list[float], reported_ms: list[float], calibratio
     over-reports a few sets the low quantile of ``interval - report`` itself (a red-team forgery of 2026-12-07 got
     4.8-8x that way). So ``hidden`` is also taken unpaired, the judge's own low quantile of the intervals against the
     median report, which no shuffling of reports moves, and the larger of the two counts; and a release whose reports
-    add up to more than its interval (``REPORT_INSIDE_*``), which no honest clock reads, fails the witness. The low
-    quantile of the intervals is the judge's to trust because the releases that could set it are checked whole
-    (``Session._sets_the_floor``): a few calls fast because wrong do not lower it unseen."""
+    add up to more than its interval (``REPORT_INSIDE_*``), which no honest clock reads, fails the witness.
+
+    ``checked``: per release, whether every call of it was checked and right. The unpaired low quantile is taken over
+    those releases alone where there are any: a call that is fast because it is wrong either is checked, and the
+    kernel is caught, or never enters it (a few such calls once set it, their clock forged: 8-12x credited). The
+    judge checks the first release and the fastest ones as they come (``Session._sets_the_floor``), so the fast end
+    of an honest kernel's releases is among them. ``classes``: per release, the distribution its inputs were drawn
+    from (one per release). Then each distribution gets its own low quantile, and a typical release's (the median
+    over releases of their distribution's) is the floor: a kernel that is rightly fast on a minority of draws (zeros
+    where every input is negative, for a ReLU) does not set the floor for all its calls, so a forged clock is not
+    credited at that speed."""
     kind = "cuda" if cuda else "cpu"
     if len(reported_ms) != batch * len(intervals_ms):
         raise ValueError(f"{len(reported_ms)} reported times for {len(intervals_ms)} releases of {batch}")
@@ -223,7 +244,11 @@ def timing_floor(intervals_ms: list[float], reported_ms: list[float], calibratio
     unexplained = [i - sum(r) for i, r in zip(intervals_ms, batches, strict=True)]
     overhead = _quantile(calibration_ms, QUANTILE)
     paired = (_quantile(unexplained, QUANTILE) - overhead) / batch
-    unpaired = (_quantile(intervals_ms, QUANTILE) - overhead) / batch - med
+    trusted = [i for i, ok in zip(intervals_ms, checked or [False] * len(intervals_ms), strict=True) if ok]
+    unpaired = (_quantile(trusted or intervals_ms, QUANTILE) - overhead) / batch - med
+    by_class = _hidden_by_class(intervals_ms, batches, overhead, batch, classes) if classes else None
+    if by_class is not None:
+        unpaired = max(unpaired, by_class)
     hidden = max(paired, unpaired)
     outside = sum(sum(r) > i + REPORT_INSIDE_MS + REPORT_INSIDE_REL * i for i, r in zip(intervals_ms, batches, strict=True))
     spread = (_quantile(calibration_ms, 0.5) - overhead) / batch
@@ -232,7 +257,7 @@ def timing_floor(intervals_ms: list[float], reported_ms: list[float], calibratio
     credited = max(med, med + hidden - credit_slack)
     out = {"reported_median_ms": med, "overhead_ms": overhead, "hidden_ms": hidden, "hidden_paired_ms": paired,
            "hidden_unpaired_ms": unpaired, "reports_outside_interval": outside, "spread_ms": spread,
-           "credit_slack_ms": credit_slack, "witness_slack_ms": witness_slack,
+           "credit_slack_ms": credit_slack, "witness_slack_ms": witness_slack, "checked_releases": len(trusted),
            "ok": hidden <= witness_slack and not outside, "batch": batch}
     if tree_cpu_ms is not None:
         parallel = [max(0.0, c - threads * i - PARALLEL_SLACK_MS - PARALLEL_SLACK_REL * i) / batch
@@ -680,6 +705,8 @@ class Session:
         self.held_checked = False
         self.random_picks = 0  # timed calls picked at random (each call's chance: check_probability)
         self.fastest_checked = 0  # timed calls checked because their release was among the fastest (_sets_the_floor)
+        self.checked_releases: list[bool] = []  # per release (as self.calls): every call of it checked, and right
+        self.release_classes: list[str] = []  # per release of one call: its inputs' distribution (timing_floor)
         # Where each timing set lies in the shared buffer: every timed call's set is refilled there with fresh values
         # (_renew) before it is let go. fresh_values: why a problem's inputs could not be (None: renewed every call).
         self.set_descs: list[list[dict]] = []
@@ -1233,6 +1260,8 @@ class Session:
         if self.timed_calls_reported > (most := most_timed_calls(self.j.settings, kernel=True)):
             raise M.ProtocolBreach(f"reported more than {most} timed calls")
         self.calls.append(((arrived - released) * 1e3, list(req.ms)))
+        scale, dist = self._spec(first)
+        self.release_classes.append(f"{scale:g} {dist or ''}".strip())
         if req.phases_ms is not None:
             self.phases.append(req.phases_ms.model_dump())
         self.reported_kernel_ms.extend(req.ms)
@@ -1256,7 +1285,7 @@ class Session:
                     p = min(p, 4.0 / most_timed_calls(s))
                 # A release among the fastest so far may set the judge's low quantile (timing_floor), which a few fast,
                 # wrong calls under a forged clock would otherwise pull down: each of its calls is checked.
-                fastest = self._sets_the_floor(self.calls[-1][0])
+                fastest, failures = self._sets_the_floor(self.calls[-1][0]), len(self.timed_failures)
                 picked = handed if fastest else [call for call in handed if self.j.rng.random() < p]
                 self.random_picks += 0 if fastest else len(picked)
                 self.fastest_checked += len(picked) if fastest else 0
@@ -1267,6 +1296,7 @@ class Session:
                 for (idx, sent, slot, _sealed, offset), snapshot in zip(picked, snapshots, strict=True):
                     self._check_timed(sent, idx, slot, offset, snapshot)
                 self._hold_back([call for call in handed if not any(call is q for q in picked)])
+                self.checked_releases.append(len(picked) == len(handed) and len(self.timed_failures) == failures)
             finally:
                 for slot in slots:
                     if slot is not None and (self._reserve is None or slot is not self._reserve.slot):
@@ -1471,18 +1501,22 @@ class Session:
         if len(self.calls) >= WITNESS_MIN_RELEASES and self.calibration_ms:
             series = {"intervals": [i for i, _ in self.calls], "reported": [r for _, rs in self.calls for r in rs],
                       "calibration": list(self.calibration_ms), "batch": self.batch,
+                      "checked": [k < len(self.checked_releases) and self.checked_releases[k] for k in range(len(self.calls))],
+                      "classes": list(self.release_classes) if self.batch == 1 else None,
                       "cpu": list(self.call_cpu_ms) if len(self.call_cpu_ms) == len(self.calls) else None}
             self.j.last_witness_series = series
             pooled = self.prior is not None and self.prior["batch"] == self.batch
             if pooled:  # a second measurement: both measurements' calls and calibrations weighed together
                 first = self.prior
-                series = {k: first[k] + series[k] for k in ("intervals", "reported", "calibration")} | {
+                series = {k: first[k] + series[k] for k in ("intervals", "reported", "calibration", "checked")} | {
                     "batch": self.batch,
                     "cpu": first["cpu"] + series["cpu"] if first["cpu"] is not None and series["cpu"] is not None
-                    else None}
+                    else None,
+                    "classes": first["classes"] + series["classes"] if first["classes"] and series["classes"] else None}
             floor = timing_floor(series["intervals"], series["reported"], series["calibration"],
                                  cuda=self.j.ops.is_cuda, tree_cpu_ms=series["cpu"],
-                                 threads=self.j.settings.torch_threads("cpu") or 1, batch=self.batch)
+                                 threads=self.j.settings.torch_threads("cpu") or 1, batch=self.batch,
+                                 checked=series["checked"], classes=series["classes"])
             floor["interval_median_ms"] = statistics.median(series["intervals"])
             floor["pooled_releases"] = len(self.prior["intervals"]) if pooled else 0
             failure = self.j.peer.failure if self.j.peer is not None else None

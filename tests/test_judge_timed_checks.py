@@ -1,13 +1,20 @@
-"""A timed call held back: while no pick has fallen on a timed call, the judge keeps one unpicked output (each
-equally likely) and checks it as timing ends, so a kernel wrong on every timed call is caught even when the
-picks, random by design, miss all of them (hacks/cpu/approximate_when_timed_relu once passed a CI run so)."""
+"""Which timed calls the judge checks, and what its clock trusts of them.
+
+* A call held back: while no pick at random has fallen on a timed call, the judge keeps one unpicked output (each
+  equally likely) and checks it as timing ends, so a kernel wrong on every timed call is caught even when the picks
+  miss all of them (hacks/cpu/approximate_when_timed_relu once passed a CI run so).
+* The releases that could pull the judge's low quantile of intervals down are checked whole, and the quantile is
+  taken over checked releases alone: a few calls fast because wrong, under a forged clock, once set it
+  (hacks/cpu/few_fast_wrong_calls_set_the_floor_relu).
+"""
 
 from __future__ import annotations
 
 import random
+import statistics
 from types import SimpleNamespace
 
-from harness.judge.judge import Session
+from harness.judge.judge import Session, timing_floor
 
 
 class _Slot:
@@ -104,3 +111,42 @@ def test_a_second_measurement_ranks_against_both():
     assert not _floor_session([2.0, 2.0, 1.5], prior=[1.0] * 20)._sets_the_floor(1.5)
     assert _floor_session([2.0, 2.0, 0.4], prior=first)._sets_the_floor(0.4)
     assert not _floor_session([2.0], prior=first)._sets_the_floor(2.0)  # not the first release of the two
+
+
+def test_the_floor_is_read_over_checked_releases_alone():
+    """A clock forged at a thirtieth over 2 ms of honest work, and every fifth release 0.2 ms because its output is
+    zeros: read over all releases, those set the low quantile and the forged reports are credited; read over the
+    checked ones (the first, a random fifth), the honest releases set it."""
+    n, cal = 20, [0.4] * 20
+    intervals = [0.2 + 0.4 if k % 5 == 4 else 2.0 + 0.4 + 0.01 * k for k in range(n)]
+    reports = [2.0 / 30] * n
+    over_all = timing_floor(intervals, reports, cal, cuda=False)
+    assert over_all["credited_ms"] < 0.3 and over_all["ok"]  # the hole: 8x credited, the witness content
+    checked = [k in (0, 3, 8, 11) for k in range(n)]  # no wrong call among them (else the kernel is caught)
+    w = timing_floor(intervals, reports, cal, cuda=False, checked=checked)
+    assert w["checked_releases"] == 4
+    assert w["credited_ms"] > 1.75 and not w["ok"]  # its real time less the credit allowance, and the forgery seen
+    # an honest kernel's credit is what it was: its reports explain its intervals, checked or not
+    honest = [2.0 + 0.01 * k for k in range(n)]
+    plain = timing_floor([h + 0.4 for h in honest], honest, cal, cuda=False)
+    assert timing_floor([h + 0.4 for h in honest], honest, cal, cuda=False, checked=checked)["credited_ms"] \
+        == plain["credited_ms"] == statistics.median(honest)
+
+
+def test_a_kernel_rightly_fast_on_a_minority_of_draws_does_not_set_the_floor_for_all():
+    """Zeros where every input is negative is a ReLU's right answer, and fast: under a forged clock, those releases
+    (checked, and right) once set the floor of all. Each distribution's own low quantile, and a typical release's of
+    those, is the floor: the forged reports are seen."""
+    classes = ["1", "3", "0.01", "-1", "1 shift", "1 large"] * 4
+    intervals = [0.2 + 0.4 if c == "-1" else 2.0 + 0.4 + 0.01 * k for k, c in enumerate(classes)]
+    reports = [i / 30 for i in intervals]
+    checked = [True] * len(classes)
+    cal = [0.4] * len(classes)
+    mixed = timing_floor(intervals, reports, cal, cuda=False, checked=checked)
+    assert mixed["credited_ms"] < 0.3 and mixed["ok"]  # the floor set by the negative draws: forged, credited
+    w = timing_floor(intervals, reports, cal, cuda=False, checked=checked, classes=classes)
+    assert w["credited_ms"] > 1.7 and not w["ok"]
+    # the same kernel with its clock honest: credited its median report, as before
+    honest = [i - 0.4 for i in intervals]
+    h = timing_floor(intervals, honest, cal, cuda=False, checked=checked, classes=classes)
+    assert h["ok"] and h["credited_ms"] == statistics.median(honest)
