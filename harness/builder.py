@@ -40,7 +40,7 @@ from .builds import (
 from .candidate.load import source_hash
 from .children import Setup
 from .measure.device import usable_cpus
-from .sandbox import disk, own, read_bounded, run_module
+from .sandbox import disk, own, read_bounded, run_module, sandbox_setup_failed
 
 
 class Builder:
@@ -117,9 +117,12 @@ class Builder:
         env[PCH_REQUESTS_ENV] = str(work / "pch-requests.jsonl")
         # The build imports the candidate: it runs sandboxed, with only its build folder and this source's own
         # extensions folder writable (at EXT_MOUNT); what it leaves there is filed below by this process.
-        res = run_module("harness.build.build", args, cwd=work, env=env, sandbox=setup.policy(work, ext),
-                         timeout_s=setup.settings.build_timeout_s, max_file_bytes=setup.settings.max_output_file_bytes,
-                         niceness=setup.settings.build_niceness, memory_cap=setup.settings.memory_limit_bytes)
+        for _ in range(2):  # once more where bubblewrap failed to set the sandbox up (sandbox_setup_failed)
+            res = run_module("harness.build.build", args, cwd=work, env=env, sandbox=setup.policy(work, ext),
+                             timeout_s=setup.settings.build_timeout_s, max_file_bytes=setup.settings.max_output_file_bytes,
+                             niceness=setup.settings.build_niceness, memory_cap=setup.settings.memory_limit_bytes)
+            if res.returncode == 0 or res.timed_out or not sandbox_setup_failed(res.stderr_tail):
+                break
         own(ext, 0)
         # The cache keeps the folder for good and copies it into every evaluation of this source: what a build leaves
         # there is bounded (a build once left 300 MB of ballast, and nothing bounded how much more).

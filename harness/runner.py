@@ -45,7 +45,7 @@ from .measure.record import (
     ShapeCheck,
 )
 from .roofline_bound import roofline_for
-from .sandbox import EXT_MOUNT, disk, wait_child
+from .sandbox import EXT_MOUNT, disk, sandbox_setup_failed, wait_child
 from .scoring import shapes
 from .scoring.protocols import PROTOCOLS, Protocol, ProtocolResult, score
 from .scoring.static_scan import scan
@@ -192,16 +192,30 @@ class Evaluator:
         ext = self.extensions_dir(source)
         unmeasured = record.model_copy(deep=True)
         with judge.lock:  # held across both measurements: the judge weighs the second with the first it just made
-            self._measure_with(judge, record, source, problem, ext)
+            record = self._measure_sandboxed(judge, record, source, problem, ext)
             if self.settings.witness_remeasure and (why := _witness_only_failure(record)):
                 record, record.remeasured = unmeasured, why
-                self._measure_with(judge, record, source, problem, ext, pool_witness=True)
+                record = self._measure_sandboxed(judge, record, source, problem, ext, pool_witness=True)
         if self.settings.extra_shapes and record.status == "ok":
             self._check_shapes(record, source, problem, built)
         record.eval_seconds = time.perf_counter() - started
         return record
 
     # -- the candidate process (harness.workers), its record (harness.assemble) ---------------------
+    def _measure_sandboxed(self, judge: _JudgeHandle, record: MeasurementRecord, source: str, problem: P.Problem,
+                           ext: Path, pool_witness: bool = False) -> MeasurementRecord:
+        """``_measure_with``, made once more on a fresh copy of ``record`` where bubblewrap's own setup of the
+        candidate's sandbox failed (``sandbox_setup_failed``: nothing of the candidate's ran). The measured record."""
+        fresh = record.model_copy(deep=True)
+        try:
+            self._measure_with(judge, record, source, problem, ext, pool_witness=pool_witness)
+            return record
+        except HarnessError as exc:
+            if not sandbox_setup_failed(str(exc).partition("\n")[2]):
+                raise
+        self._measure_with(judge, fresh, source, problem, ext, pool_witness=pool_witness)
+        return fresh
+
     def _measure_with(self, judge: _JudgeHandle, record: MeasurementRecord, source: str, problem: P.Problem,
                       ext: Path, pool_witness: bool = False) -> None:
         spare = self._workers.take_spare()

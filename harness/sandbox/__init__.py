@@ -14,6 +14,7 @@ from .launch import (
     default_memory_limit,
     kill_group,
     run_module,
+    sandbox_setup_failed,
     spawn_module,
     tail,
     tree_rss,
@@ -23,5 +24,5 @@ from .policy import EXT_MOUNT, UID_BASE, UID_COUNT, Policy, SandboxUnavailable, 
 from .untrusted import read_bounded
 
 __all__ = ["disk", "EXT_MOUNT", "UID_BASE", "UID_COUNT", "Child", "ChildResult", "Policy", "SandboxUnavailable",
-           "default_memory_limit", "kill_group", "own", "read_bounded", "run_module", "spawn_module", "tail", "tools", "tree_rss",
+           "default_memory_limit", "kill_group", "own", "read_bounded", "run_module", "sandbox_setup_failed", "spawn_module", "tail", "tools", "tree_rss",
            "wait_child"]

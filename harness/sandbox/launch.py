@@ -84,6 +84,15 @@ class ChildResult:
         return None
 
 
+def sandbox_setup_failed(stderr: str) -> bool:
+    """Whether a sandboxed child's error output is bubblewrap's own, printed as it set the sandbox up, before anything
+    ran inside: a recursive bind of / remounts every mount below it read-only, and one that another sandbox's teardown
+    unmounted meanwhile (a candidate's disk cap under the evaluator's tmp root) fails that remount (CI 2026-12-07:
+    `bwrap: Can't bind mount /oldroot/ on /newroot/: ... No such file or directory`). Worth one more try; never the
+    candidate's verdict."""
+    return stderr.lstrip().startswith("bwrap: ")
+
+
 def tail(path: Path, nbytes: int = 4000) -> str:
     """The last ``nbytes`` of a child's log file. It lies in the child's own folder, where a sandboxed child may have
     replaced it (a symlink, a FIFO): read as ``harness.sandbox.untrusted`` reads such files."""
