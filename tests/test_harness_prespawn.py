@@ -51,7 +51,9 @@ def test_a_spare_that_died_is_replaced_by_a_fresh_process(tmp_path):
             sp.child.proc.kill()
             sp.child.proc.wait()
         r = ev.evaluate(HONEST + "\n# after the kill\n", "level1/19_ReLU")
-    assert not r.record.worker_prespawned  # every dead spare skipped, none taken
+    # every dead spare skipped, none taken; unless the witness failed the first measurement under load, when the second
+    # takes a spare refilled during the first (a CI run of 2026-12-07)
+    assert not r.record.worker_prespawned or r.record.remeasured
     assert r.record.status == "ok" and r.results["verified"].verdict == "correct"
 
 

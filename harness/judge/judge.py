@@ -191,15 +191,19 @@ def _quantile(xs: list[float], q: float) -> float:
 
 
 def _hidden_by_class(intervals_ms: list[float], batches: list[list[float]], overhead: float, batch: int,
-                     classes: list[str]) -> float:
+                     classes: list[str]) -> float | None:
     """Hidden time per call read within each distribution (its intervals' low quantile against its median report),
-    then that of a typical release (the median over releases of their distribution's)."""
+    then that of a typical release (the median over releases of their distribution's). Only distributions drawn
+    at least twice count (one interval alone carries whatever delay it met), and only where they hold most releases;
+    None otherwise."""
     per: dict[str, float] = {}
     for c in set(classes):
         ks = [k for k, kc in enumerate(classes) if kc == c]
-        per[c] = (_quantile([intervals_ms[k] for k in ks], QUANTILE) - overhead) / batch \
-            - statistics.median(r for k in ks for r in batches[k])
-    return statistics.median(per[c] for c in classes)
+        if len(ks) >= 2:
+            per[c] = (_quantile([intervals_ms[k] for k in ks], QUANTILE) - overhead) / batch \
+                - statistics.median(r for k in ks for r in batches[k])
+    counted = [per[c] for c in classes if c in per]
+    return statistics.median(counted) if 2 * len(counted) > len(classes) else None
 
 
 def timing_floor(intervals_ms: list[float], reported_ms: list[float], calibration_ms: list[float], *,
