@@ -236,9 +236,9 @@ def timing_floor(intervals_ms: list[float], reported_ms: list[float], calibratio
     kernel is caught, or never enters it (a few such calls once set it, their clock forged: 8-12x credited). The
     judge checks the first release and the fastest ones as they come (``Session._sets_the_floor``), so the fast end
     of an honest kernel's releases is among them. ``classes``: per release, the distribution its inputs were drawn
-    from (releases of one call). The unpaired reading is then also made within each distribution (its intervals' low
-    quantile against its own median report), a typical release's counting (the median over releases of their
-    distribution's), and the larger of the two stands: a kernel rightly fast on a minority of draws (zeros where
+    from (releases of one call). The unpaired reading is then also made within each distribution drawn at least twice
+    (its intervals' low quantile against its own median report), a typical release's counting (the median over
+    releases of their distribution's) where those distributions hold most releases, and the larger of the two stands: a kernel rightly fast on a minority of draws (zeros where
     every input is negative, for a ReLU) sets the low quantile of all intervals, yet not that of a typical
     distribution, so a forged median report is not explained by it (about 2x credited before)."""
     kind = "cuda" if cuda else "cpu"
