@@ -238,9 +238,10 @@ def timing_floor(intervals_ms: list[float], reported_ms: list[float], calibratio
     of an honest kernel's releases is among them. ``classes``: per release, the distribution its inputs were drawn
     from (releases of one call). The unpaired reading is then also made within each distribution drawn at least twice
     (its intervals' low quantile against its own median report), a typical release's counting (the median over
-    releases of their distribution's) where those distributions hold most releases, and the larger of the two stands: a kernel rightly fast on a minority of draws (zeros where
-    every input is negative, for a ReLU) sets the low quantile of all intervals, yet not that of a typical
-    distribution, so a forged median report is not explained by it (about 2x credited before)."""
+    releases of their distribution's) where those distributions hold most releases, and the larger of the two
+    stands: a kernel rightly fast on a minority of draws (zeros where every input is negative, for a ReLU) sets the
+    low quantile of all intervals, yet not that of a typical distribution, so a forged median report is not
+    explained by it (about 2x credited before)."""
     kind = "cuda" if cuda else "cpu"
     if len(reported_ms) != batch * len(intervals_ms):
         raise ValueError(f"{len(reported_ms)} reported times for {len(intervals_ms)} releases of {batch}")
@@ -1180,11 +1181,16 @@ class Session:
         key, seed = self.timing_keys[idx]
         if self._last_exp is not None and self._last_exp[0] == key:
             return self._last_exp[1]
-        scale, dist = self._spec(idx)
-        exp = self.j.expected(key if key[-1] == 0 else None, seed, scale, self.variant, naive=False, distribution=dist,
-                              forward=self.j.timing_seeds[idx])  # a set's first seed: its forward seed for good
+        exp = self._expected_of(idx, key, seed, self._spec(idx))
         self._last_exp = (key, exp) if exp.nbytes <= 256 * 2**20 else None
         return exp
+
+    def _expected_of(self, idx: int, key: tuple, seed: int, spec: tuple[float, str | None]) -> Expected:
+        """The reference of timing set ``idx`` drawn as ``key``, ``seed`` and ``spec`` say (as it is now, or as it was
+        for a call held back since)."""
+        scale, dist = spec
+        return self.j.expected(key if key[-1] == 0 else None, seed, scale, self.variant, naive=False, distribution=dist,
+                               forward=self.j.timing_seeds[idx])  # a set's first seed: its forward seed for good
 
     def _renew(self, idx: int) -> None:
         """Fresh values for the input set a timed call is about to use, drawn from a new seed and written over the old
@@ -1381,9 +1387,7 @@ class Session:
         try:
             with self._paused("checking a timed call held back"):
                 with self._clock("expected"):
-                    scale, dist = held.spec
-                    exp = self.j.expected(held.key if held.key[-1] == 0 else None, held.seed, scale, self.variant,
-                                          naive=False, distribution=dist, forward=self.j.timing_seeds[held.idx])
+                    exp = self._expected_of(held.idx, held.key, held.seed, held.spec)
                 self._check_timed(held.sent, held.idx, held.slot, held.offset, held.snapshot, exp=exp, spec=held.spec)
             self.held_checked = True
         finally:
@@ -1506,7 +1510,7 @@ class Session:
         if len(self.calls) >= WITNESS_MIN_RELEASES and self.calibration_ms:
             series = {"intervals": [i for i, _ in self.calls], "reported": [r for _, rs in self.calls for r in rs],
                       "calibration": list(self.calibration_ms), "batch": self.batch,
-                      "checked": [k < len(self.checked_releases) and self.checked_releases[k] for k in range(len(self.calls))],
+                      "checked": (self.checked_releases + [False] * len(self.calls))[:len(self.calls)],
                       "classes": list(self.release_classes) if self.batch == 1 else None,
                       "cpu": list(self.call_cpu_ms) if len(self.call_cpu_ms) == len(self.calls) else None}
             self.j.last_witness_series = series
