@@ -114,3 +114,35 @@ def test_the_candidate_cannot_resize_or_seal_the_shared_buffer_under_the_judge()
     finally:
         os.close(other)
         buf.close()
+
+
+def test_a_device_named_without_its_index_is_the_current_one(monkeypatch):
+    from harness.wire.shm import same_device
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    assert same_device("cpu", torch.device("cpu")) and not same_device("cpu", "meta")
+    # the job says "cuda"; a mapped device buffer's tensor says "cuda:0": one device
+    assert same_device("cuda", torch.device("cuda:0")) and same_device(torch.device("cuda:0"), "cuda")
+    assert not same_device("cuda", "cuda:1") and not same_device("cuda:0", "cuda:1") and not same_device("cuda", "cpu")
+
+
+def test_a_gpu_candidates_timing_sets_are_the_shared_buffer_in_place(monkeypatch):
+    """On a GPU the job's device is ``cuda`` and the device buffer's ``cuda:0``: the sets must be views (read in place,
+    nothing refilled inside the judge's clock), not copies. The buffer's device is played by a CPU buffer that reports
+    ``cuda:0`` and a view that stays on the CPU."""
+    from harness.candidate.worker import _timing_sets
+
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: 0)
+    judge = SharedBuffer.create(4096)
+    descs = [pack_args(judge, [torch.zeros(8), 3], grow=True)]
+
+    class OnGpu0(SharedBuffer):
+        def _device(self):
+            return torch.device("cuda:0")
+
+    cand = OnGpu0(judge.fd, judge.size)
+    sets, copied = _timing_sets(cand, descs, "cuda")
+    assert not copied
+    pack_args(judge, [torch.arange(8.0), 3], grow=False)
+    assert torch.equal(sets[0][0], torch.arange(8.0))  # the judge's fresh values, seen where they lie
+    assert cand.view(descs[0][0]["tensor"], "cuda:1") is None  # another GPU's tensors are copies
