@@ -57,6 +57,14 @@ class _JudgeHandle:
         self.peer = peer  # its calibration peer (harness.candidate.clock_peer), ended with it
         self.warmed: dict | None = None  # a spare judge's warm-up (harness.judge.warm), when it was one
         self.lock = threading.Lock()
+        self._job_seeds_unused = True  # drawn for its first candidate, whose references it computed ahead
+
+    def first_serve(self) -> bool:
+        """True once: the first candidate served takes the seeds of the judge's job (drawn by the evaluator when the
+        judge started, for that candidate alone, and already used for its references: Judge.precompute); every later
+        one is told fresh seeds of its own."""
+        first, self._job_seeds_unused = self._job_seeds_unused, False
+        return first
 
     def alive(self) -> bool:
         return self.child.proc.poll() is None

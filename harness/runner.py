@@ -232,7 +232,7 @@ class Evaluator:
         job_line = (job.model_dump_json() + "\n").encode()  # through the worker's stdin, never a file
         # Started before the judge is told to serve it: the judge gets its cgroup's freezer with the session.
         child = spare.child if spare is not None else self._workers.spawn(slot, "--job-on-stdin")
-        serve, fds = self._judges.fresh_seeds(), [slot.judge_sock.fileno()]
+        serve, fds = ({} if judge.first_serve() else self._judges.fresh_seeds()), [slot.judge_sock.fileno()]
         serve["pool_witness"] = pool_witness
         freezer = _open_freezer(child)
         if freezer is not None:
@@ -242,7 +242,7 @@ class Evaluator:
         if cpu is not None:
             serve["cpu_usage"], cpu_fd = cpu
             fds.append(cpu_fd)
-        try:  # every candidate its own seeds, told to the judge alone
+        try:  # every candidate its own seeds (the first, those of the judge's job), told to the judge alone
             judge.conn.send("serve", serve, fds=fds)
         except WireError as exc:
             self._judges.drop(judge)

@@ -622,6 +622,36 @@ class Judge:
             return None
         return error_stats(trunc, exact) if isinstance(trunc, torch.Tensor) and not _nonfinite(trunc) else None
 
+    def precompute(self, seconds: float) -> int:
+        """The first candidate's reference outputs computed now, while its judge is prepared beside another candidate's
+        evaluation, instead of on its own evaluation's critical path: the naive trials', the verified trials' (for a
+        candidate built under the construction seed, the usual case; another gets its own later) and the first timing
+        set's, in the order its session asks for them, each under the device gate (never inside another judge's timed
+        interval). Only what the cache keeps is computed: it stops at the first output the budget would not keep, after
+        ``seconds``, or at any failure (the session computes that one again, and reports what fails). Returns how many
+        are kept. The seeds are this judge's job's, drawn by the evaluator for the candidate it serves first."""
+        t_end = time.perf_counter() + seconds
+        plan = [(("naive", i), s.seed, s.scale, "default", True, None, None) for i, s in enumerate(self.naive_plan)]
+        plan += [(("verified", i, "perturbed"), s.seed, s.scale, "perturbed", False, s.distribution, None)
+                 for i, s in enumerate(self.verified_plan)]
+        if self.timing_seeds:
+            seed = self.timing_seeds[0]
+            plan.append((("timing", 0, "perturbed", 0), seed, 1.0, "perturbed", False, None, seed))
+        kept = 0
+        for key, seed, scale, variant, naive, distribution, forward in plan:
+            if time.perf_counter() > t_end:
+                break
+            try:
+                with self.gate.hold("prepare"):
+                    self.expected(key, seed, scale, variant, naive, distribution, forward=forward)
+            except Exception:  # noqa: BLE001 - the session meets it again and reports it to its candidate
+                self.release()
+                break
+            if key not in self._cache:
+                break
+            kept += 1
+        return kept
+
     def release(self) -> None:
         """Give freed device memory back: at full size a float64 reference of one trial holds tens of GB that
         the candidate process needs next (the caching allocator would keep it reserved here)."""
@@ -1665,6 +1695,8 @@ def main(control_fd: int, peer_fd: int | None = None) -> int:
         conn.send("failed", f"reference for {job.problem_id} failed: {exc!r}"[:4000])
         return 1
     judge.peer = peer
+    if job.settings.references_ahead_s > 0:
+        judge.precompute(job.settings.references_ahead_s)
     conn.send("ready", {"environment": environment(job.device), "warmed": warmed})
     while True:
         try:

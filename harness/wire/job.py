@@ -114,6 +114,11 @@ class EvalSettings(BaseModel):
                                 "past it is cut off and a protocol breach, the candidate's (judge_protocol). None: "
                                 "eval_timeout_s, which no honest evaluation's baselines can outlast")
     reference_timeout_s: float = 900.0
+    references_ahead_s: float = Field(
+        120.0, ge=0, description="seconds a judge may spend, before it reports ready, computing the reference outputs of "
+                                 "the first candidate it serves (Judge.precompute): a pool prepares judges beside another "
+                                 "candidate's evaluation, so those float64 references leave the candidate's critical "
+                                 "path. 0: each computed when the candidate's trial asks for it")
     measure_timing: bool = True
     witness_remeasure: bool = Field(
         True, description="measure a candidate a second time when timing_witness is the only guard its first "
