@@ -78,3 +78,9 @@ def test_the_first_candidate_takes_the_judges_seeds_and_the_next_its_own(monkeyp
     seeds1 = {t.seed for t in first.record.verified_trials}
     seeds2 = {t.seed for t in second.record.verified_trials}
     assert seeds1 <= set(drawn[0]) and seeds2 <= set(drawn[1]) and not seeds1 & seeds2
+
+
+def test_no_references_ahead_for_inputs_past_the_byte_limit():
+    """Ahead, a reference runs beside another candidate's evaluation: a problem with large inputs waits for its own."""
+    judge = Judge(_job(RELU, SETTINGS.model_copy(update={"references_ahead_bytes": 1024})))
+    assert judge.precompute(120.0) == 0 and not judge._cache

@@ -628,9 +628,11 @@ class Judge:
         candidate built under the construction seed, the usual case; another gets its own later) and the first timing
         set's, in the order its session asks for them, each under the device gate (never inside another judge's timed
         interval). Only what the cache keeps is computed: it stops at the first output the budget would not keep, after
-        ``seconds``, or at any failure (the session computes that one again, and reports what fails). Returns how many
-        are kept. The seeds are this judge's job's, drawn by the evaluator for the candidate it serves first."""
+        ``seconds``, or at any failure (the session computes that one again, and reports what fails); none for a problem
+        whose inputs pass ``references_ahead_bytes``. Returns how many are kept. The seeds are this judge's job's, drawn by the evaluator for the candidate it serves first."""
         t_end = time.perf_counter() + seconds
+        if not self.naive_plan or self._input_bytes() > self.settings.references_ahead_bytes:
+            return 0
         plan = [(("naive", i), s.seed, s.scale, "default", True, None, None) for i, s in enumerate(self.naive_plan)]
         plan += [(("verified", i, "perturbed"), s.seed, s.scale, "perturbed", False, s.distribution, None)
                  for i, s in enumerate(self.verified_plan)]
@@ -651,6 +653,14 @@ class Judge:
                 break
             kept += 1
         return kept
+
+    def _input_bytes(self) -> int | float:
+        """One trial's inputs' size, drawn on the meta device (no memory); infinite where get_inputs cannot draw there."""
+        try:
+            with torch.device("meta"):
+                return args_nbytes(list(self.mod.get_inputs()))
+        except Exception:  # noqa: BLE001
+            return math.inf
 
     def release(self) -> None:
         """Give freed device memory back: at full size a float64 reference of one trial holds tens of GB that

@@ -119,6 +119,10 @@ class EvalSettings(BaseModel):
                                  "the first candidate it serves (Judge.precompute): a pool prepares judges beside another "
                                  "candidate's evaluation, so those float64 references leave the candidate's critical "
                                  "path. 0: each computed when the candidate's trial asks for it")
+    references_ahead_bytes: int = Field(
+        2**30, ge=0, description="a problem whose one trial's inputs take more gets no references ahead: a float64 "
+                                 "reference holds several times its inputs on the device, and ahead it runs beside "
+                                 "another candidate's evaluation, whose device memory it must not take")
     measure_timing: bool = True
     witness_remeasure: bool = Field(
         True, description="measure a candidate a second time when timing_witness is the only guard its first "
