@@ -169,13 +169,13 @@ def measure(label: str, pid: str, size: str, candidate: str | None, tf32: bool, 
                                                       launch_lead_us=lead))
     idle = Subject(label, fn)
     time_verified([idle], N_SETS, ops, VerifiedBudget(min_iters=30, max_iters=300, max_seconds_per_subject=2.0))
-    plain, synced = event_vs_synced(lambda: fn(0), ops, iters=15)
+    plain, synced, sync_cost = event_vs_synced(lambda: fn(0), ops, iters=15)
     idle_ms = statistics.median(idle.samples)
     spans, busy, n_streams = profile(fn, ops, PROFILED_ITERS)
     verified = statistics.median(subj.samples)
     span = statistics.median(spans) if spans else float("nan")
     row = {"subject": label, "problem": pid, "size": size, "candidate": candidate, "tf32": tf32,
-           "verified_ms": verified, "verified_n": len(subj.samples), "events_ms": plain, "synced_ms": synced,
+           "verified_ms": verified, "verified_n": len(subj.samples), "events_ms": plain, "synced_ms": synced, "sync_cost_ms": sync_cost,
            "launch_lead_us": lead,
            "idle_start_ms": idle_ms, "idle_start_over_profiler": idle_ms / span if span == span and span > 0 else None,
            "profiler_span_ms": span, "profiler_busy_ms": statistics.median(busy) if busy else float("nan"),

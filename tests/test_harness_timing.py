@@ -71,3 +71,23 @@ def test_a_hold_on_the_cpu_does_nothing():
     t0 = time.perf_counter()
     DeviceOps("cpu").hold(1e6)  # a second, were it real
     assert time.perf_counter() - t0 < 0.5
+
+
+def test_the_side_stream_guard_counts_what_the_sync_alone_costs():
+    """Figures of real H100 records (2026-12-07): an honest one-stream cumprod read 0.0413 ms on its events and
+    0.0620 ms with a device-wide sync (the host's turnaround after the sync, which a no-op pays too) and was called
+    a hack; a kernel that leaves its work on a side stream is still one when the sync alone costs as much."""
+    from harness.measure.timing import side_stream_excess
+
+    assert side_stream_excess(0.0413, 0.0620, 0.0) and not side_stream_excess(0.0413, 0.0620, 0.015)
+    assert side_stream_excess(0.05, 1.2, 0.015)  # a matmul left running on a side stream
+    assert not side_stream_excess(25.53, 25.72, 0.015)  # a long kernel: the sync's cost is noise beside it
+
+
+def test_event_vs_synced_times_the_sync_alone_around_no_call():
+    from harness.measure.device import DeviceOps
+    from harness.measure.timing import event_vs_synced
+
+    calls = []
+    plain, synced, cost = event_vs_synced(lambda: calls.append(1), DeviceOps("cpu"), iters=3)
+    assert len(calls) == 6 and plain >= 0 and synced >= 0 and cost >= 0

@@ -31,7 +31,14 @@ from ..measure.pre_call import pre_call
 from ..measure.precision import torch_dtype
 from ..measure.record import GuardOutcome, Memory, Timing
 from ..measure.reference import KERNELBENCH_SEED, build_model, construct, module_to, tf32
-from ..measure.timing import Subject, VerifiedBudget, event_vs_synced, naive_samples, time_verified
+from ..measure.timing import (
+    Subject,
+    VerifiedBudget,
+    event_vs_synced,
+    naive_samples,
+    side_stream_excess,
+    time_verified,
+)
 from ..wire import messages as M
 from ..wire.conn import Conn, WireError
 from ..wire.job import JobSpec
@@ -663,11 +670,12 @@ def phase_timing(ctx: Ctx, timing: Timing) -> bool:
     if ops.can_hold:
         _rewritten_inputs(ctx, "waits_for_caller_stream", EARLY_START_HOLD_US)
     if ops.is_cuda:
-        plain, synced = event_vs_synced(lambda: model_new(*x0), ops)
+        plain, synced, cost = event_vs_synced(lambda: model_new(*x0), ops)
         timing.event_only_kernel_ms, timing.synced_kernel_ms = plain, synced
-        side = synced > 1.5 * plain and synced - plain > 0.02
+        side = side_stream_excess(plain, synced, cost)
         ctx.guards.append(outcome("no_unsynchronised_side_streams", not side,
-                                       detail=f"event-only {plain:.4f} ms vs device-synced {synced:.4f} ms"))
+                                       detail=f"event-only {plain:.4f} ms vs device-synced {synced:.4f} ms "
+                                              f"(the sync alone {cost:.4f} ms)"))
     ctx.chan.send("timing_samples", samples)
     return True
 
