@@ -58,6 +58,15 @@ if [ "${STEPS:-}" = issue32 ]; then
     : "${SWEEP_DEFAULTS:=1}" "${SWEEP_STRIDE:=4}" "${SWEEP_OFFSET:=0}" "${SWEEP_DEADLINE_S:=1380}"
     export SWEEP_DEFAULTS
 fi
+# STEPS=recheck_1207: the H100 run of 2026-12-07 again (h100_full_size_sweep_defaults.md, h100_witness_batch_queued.md)
+# on the fixes it led to (timing sets read in place, references ahead, the side-stream guard's sync cost), ~22 minutes:
+# the batched-release witness, the same default sweep sample for 720 s (before/after per kernel), then the hack suite.
+if [ "${STEPS:-}" = recheck_1207 ]; then
+    STEPS="witness_batch full_size_sweep hack_suite"
+    : "${WITNESS_MS:=0.02 0.1 1}" "${WITNESS_RATIOS:=1.0 1.2 2.0}" "${SWEEP_DEFAULTS:=1}" "${SWEEP_MODELS:=cuda-l1-h100}"
+    : "${SWEEP_STRIDE:=4}" "${SWEEP_OFFSET:=2}" "${SWEEP_DEADLINE_S:=720}"
+    export SWEEP_DEFAULTS
+fi
 if [ "${STEPS:-}" = issue29_30 ]; then
     STEPS="pause_cost witness_honest hack_suite full_size_sweep"
     : "${WITNESS_SIZES:=small}" "${WITNESS_QUICK:=1}" "${SWEEP_STRIDE:=5}" "${SWEEP_DEADLINE_S:=600}"
