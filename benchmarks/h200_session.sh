@@ -150,8 +150,8 @@ for name in ${STEPS:-reproducibility hack_suite throughput_prespawn timer_agreem
     witness_resolution) step witness_resolution sh -c "python3 benchmarks/witness_resolution.py --device cuda \
         ${WITNESS_MS:+--ms $WITNESS_MS} ${WITNESS_RATIOS:+--ratios $WITNESS_RATIOS} > '$R/h200_witness_resolution.md'" ;;
     # Issue 30: the same with the judge letting batches of timed calls go at once (EvalSettings.timed_batch), one
-    # release's cost shared by the batch; WITNESS_BATCH calls per release (8), beside a one-call run for comparison,
-    # calibrated by the judge and by the calibration peer (a sandboxed process placed as the candidate is); each row's
+    # release's cost shared by the batch; WITNESS_BATCH calls per release (8), beside one-call runs for comparison,
+    # each calibrated by the judge and by the calibration peer (a sandboxed process placed as the candidate is); each row's
     # witness detail (both sides' split of a call) in witness_batch_details.jsonl.
     witness_batch) step witness_batch sh -c "for args in '--batch 1' '--batch 1 --set witness_calibration=peer' \
         '--batch ${WITNESS_BATCH:-8}' '--batch ${WITNESS_BATCH:-8} --set witness_calibration=peer'; do python3 benchmarks/witness_resolution.py \
