@@ -629,7 +629,8 @@ class Judge:
         set's, in the order its session asks for them, each under the device gate (never inside another judge's timed
         interval). Only what the cache keeps is computed: it stops at the first output the budget would not keep, after
         ``seconds``, or at any failure (the session computes that one again, and reports what fails); none for a problem
-        whose inputs pass ``references_ahead_bytes``. Returns how many are kept. The seeds are this judge's job's, drawn by the evaluator for the candidate it serves first."""
+        whose inputs pass ``references_ahead_bytes``. Returns how many are kept. The seeds are this judge's job's, drawn
+        by the evaluator for the candidate it serves first (harness.judges: first_serve)."""
         t_end = time.perf_counter() + seconds
         if not self.naive_plan or self._input_bytes() > self.settings.references_ahead_bytes:
             return 0
