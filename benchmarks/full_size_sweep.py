@@ -1,6 +1,6 @@
 """One sweep process over recorded real kernels at full size, with the figures issue 17 asks for: peak disk
 used (whole filesystem of the run folder and of the temp folder, sampled), candidates per hour, verdicts,
-harness errors, and the peak GPU memory in use (nvidia-smi, when present).
+harness errors, the peak GPU memory in use and the GPU's busy share (nvidia-smi, when present).
 
     python benchmarks/corpora.py leaderboard MIRROR /tmp/lb        # lay out a corpus (not committed)
     python benchmarks/full_size_sweep.py --replay /tmp/lb/replay/gpt-o1,/tmp/lb/replay/cuda-l1-h100 \\
@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 class Sampler(threading.Thread):
-    """Peak bytes used on the filesystems that hold the given folders, and peak GPU memory in use."""
+    """Peak bytes used on the filesystems that hold the given folders, peak GPU memory in use, and the GPU's
+    utilisation samples (nvidia-smi's utilization.gpu: the share of each sample period some kernel ran)."""
 
     def __init__(self, folders: list[Path], period_s: float = 1.0, progress: Path | None = None) -> None:
         super().__init__(daemon=True)
@@ -46,18 +47,21 @@ class Sampler(threading.Thread):
         self.base = {str(f): _used(f) for f in folders}
         self.peak = dict.fromkeys(self.base, 0)
         self.gpu_peak_mib: int | None = None
+        self.gpu_busy: list[float] = []
         self.stop = threading.Event()
 
     def run(self) -> None:
         while not self.stop.wait(self.period):
             for f in self.folders:
                 self.peak[str(f)] = max(self.peak[str(f)], _used(f) - self.base[str(f)])
-            mib = _gpu_used_mib()
-            if mib is not None:
-                self.gpu_peak_mib = max(self.gpu_peak_mib or 0, mib)
+            gpu = _gpu_sample()
+            if gpu is not None:
+                self.gpu_peak_mib = max(self.gpu_peak_mib or 0, gpu[0])
+                self.gpu_busy.append(gpu[1])
             if self.progress is not None:  # what a caller that collects before the end still gets (--summarize)
                 self.progress.write_text(json.dumps({"elapsed_s": time.perf_counter() - self.t0,
-                                                     "peak_disk_bytes": self.peak, "gpu_peak_mib": self.gpu_peak_mib}))
+                                                     "peak_disk_bytes": self.peak, "gpu_peak_mib": self.gpu_peak_mib,
+                                                     "gpu_busy_pct": busy_share(self.gpu_busy)}))
 
 
 def _used(folder: Path) -> int:
@@ -65,15 +69,28 @@ def _used(folder: Path) -> int:
     return u.total - u.free
 
 
-def _gpu_used_mib() -> int | None:
+def _gpu_sample() -> tuple[int, float] | None:
+    """(MiB in use, utilisation %) summed and averaged over the host's GPUs, or None without nvidia-smi."""
     if not shutil.which("nvidia-smi"):
         return None
     try:
-        q = subprocess.run(["nvidia-smi", "--query-gpu=memory.used", "--format=csv,noheader,nounits"],
+        q = subprocess.run(["nvidia-smi", "--query-gpu=memory.used,utilization.gpu", "--format=csv,noheader,nounits"],
                            capture_output=True, text=True, timeout=5)
-        return sum(int(x) for x in q.stdout.split())
-    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return parse_gpu_sample(q.stdout)
+    except (OSError, subprocess.TimeoutExpired):
         return None
+
+
+def parse_gpu_sample(text: str) -> tuple[int, float] | None:
+    rows = [[x.strip() for x in line.split(",")] for line in text.strip().splitlines() if line.strip()]
+    try:
+        return sum(int(r[0]) for r in rows), sum(float(r[1]) for r in rows) / len(rows)
+    except (IndexError, ValueError, ZeroDivisionError):
+        return None
+
+
+def busy_share(samples: list[float]) -> float | None:
+    return sum(samples) / len(samples) if samples else None
 
 
 def read_run(run_dir: Path) -> dict:
@@ -233,7 +250,8 @@ def main() -> int:
     data = {"replay": folders, "problems": len(problems), "candidates_recorded": candidates,
             "eval_set": args.eval_set, "device": args.device, "size": args.size,
             "wall_s": wall, "stopped_at_deadline": stopped, "returncode": proc.returncode,
-            "peak_disk_bytes": sampler.peak, "gpu_peak_mib": sampler.gpu_peak_mib, **run}
+            "peak_disk_bytes": sampler.peak, "gpu_peak_mib": sampler.gpu_peak_mib,
+            "gpu_busy_pct": busy_share(sampler.gpu_busy), "gpu_busy_samples": len(sampler.gpu_busy), **run}
     scope = f"{run['attempts']} of {candidates} recorded, {len(problems)} problems" \
         f"{' (stopped at the deadline)' if stopped else ''}"
     write_table(out, data, scope, args.eval_set)
@@ -249,27 +267,43 @@ def summarize(run_dir: Path, out: Path, eval_set: list[str]) -> int:
     progress = out / "progress.json"
     peaks = json.loads(progress.read_text()) if progress.exists() else {}
     data = {"summarized_from_run_dir": True, "wall_s": last - started,
-            "peak_disk_bytes": peaks.get("peak_disk_bytes") or {}, "gpu_peak_mib": peaks.get("gpu_peak_mib"), **run}
+            "peak_disk_bytes": peaks.get("peak_disk_bytes") or {}, "gpu_peak_mib": peaks.get("gpu_peak_mib"),
+            "gpu_busy_pct": peaks.get("gpu_busy_pct"), **run}
     scope = f"{run['attempts']} (summarised from the run folder: the sweep was collected before it ended)"
     write_table(out, data, scope, eval_set)
     return 0
+
+
+def phase_shares(seconds: dict) -> str:
+    """Each phase's share of the summed evaluation seconds, largest first: the evaluation's phases, then the judge's
+    (spent inside those, so the two groups each add up to at most 100%); 'build' runs beside evaluation, left out."""
+    total = seconds.get("eval") or 0.0
+    if total <= 0:
+        return "-"
+    groups = [[(k, v) for k, v in seconds.items() if k not in ("eval", "build") and k.startswith("judge_") == judge]
+              for judge in (False, True)]
+    return "; judge: ".join(", ".join(f"{k.removeprefix('judge_')} {100 * v / total:.0f}%"
+                                      for k, v in sorted(g, key=lambda kv: -kv[1])) for g in groups)
 
 
 def write_table(out: Path, data: dict, scope: str, eval_set: list[str]) -> None:
     """full_size_sweep.md / .json from a run's figures (``read_run``'s, plus wall and peaks); adds candidates/hour."""
     wall, peak, gpu = data["wall_s"], data["peak_disk_bytes"], data["gpu_peak_mib"]
     per_hour = data["candidates_per_hour"] = data["attempts"] / wall * 3600 if wall > 0 else 0.0
+    busy = "not sampled" if data.get("gpu_busy_pct") is None else f"{data['gpu_busy_pct']:.0f}%"
     lines = ["| figure | value |", "|---|---|",
              f"| candidates evaluated | {scope} |",
              f"| wall | {wall:.0f} s |", f"| candidates per hour | {per_hour:.0f} |",
              f"| peak disk used (largest filesystem delta) | "
              f"{f'{max(peak.values()) / 2**30:.2f} GiB' if peak else 'not sampled'} |",
              f"| peak GPU memory in use | {f'{gpu} MiB' if gpu is not None else 'not sampled'} |",
+             f"| GPU busy (nvidia-smi utilization.gpu, mean of 1 s samples) | {busy} |",
              f"| harness errors (errors.jsonl) | {data['harness_errors']} |",
              f"| model errors (errors.jsonl: nothing recorded, unreadable response) | {data['model_errors']} |"]
     lines += [f"| {proto} verdicts | {', '.join(f'{k} {v}' for k, v in sorted(c.items()))} |"
               for proto, c in data["verdicts"].items()]
     lines.append(f"| seconds summed over the candidates | {', '.join(f'{k} {v:.0f}' for k, v in data['seconds'].items())} |")
+    lines.append(f"| phases' share of the evaluations' time | {phase_shares(data['seconds'])} |")
     for key, w in sorted((data.get("workers") or {}).items()):
         busy = w["prepare_s"] + w["evaluate_s"]
         lines.append(f"| GPU worker {key} (executor timeline) | preparing judges {w['prepare_s']:.0f} s "

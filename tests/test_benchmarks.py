@@ -393,3 +393,15 @@ def test_gpu_memory_peaks_sum_each_sample_s_processes_apart_from_the_device_s_re
     per, together = peaks(samples)
     assert per == {"11": 120, "12": 300, "device": 320}
     assert together == 310  # the third sample's two processes; never the first's 150 plus a later one
+
+
+def test_full_size_sweep_reads_the_gpus_busy_share_and_each_phases_share():
+    from full_size_sweep import busy_share, parse_gpu_sample, phase_shares
+
+    assert parse_gpu_sample("79000, 87\n1000, 13\n") == (80000, 50.0)  # memory summed, utilisation averaged
+    assert parse_gpu_sample("") is None and parse_gpu_sample("[N/A], [N/A]") is None
+    assert busy_share([100.0, 50.0, 0.0]) == 50.0 and busy_share([]) is None
+    shares = phase_shares({"correctness": 30.0, "timing": 50.0, "judge_expected": 20.0, "eval": 100.0,
+                           "build": 400.0})
+    assert shares == "timing 50%, correctness 30%; judge: expected 20%"  # build runs beside evaluation: left out
+    assert phase_shares({"eval": 0.0}) == "-"
