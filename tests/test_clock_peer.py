@@ -4,6 +4,7 @@ the kernel, so a second process and a second device context are in the calibrati
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import threading
@@ -89,8 +90,21 @@ def test_a_peer_that_is_gone_leaves_no_sample_and_says_why():
 
 
 def _peers_running() -> int:
+    """This test process's clock peers (its descendants only: another test worker's come and go meanwhile)."""
     out = subprocess.run(["pgrep", "-f", "harness.candidate.clock_peer"], capture_output=True, text=True).stdout
-    return len(out.split())
+    return sum(_descends_from(int(pid), os.getpid()) for pid in out.split())
+
+
+def _descends_from(pid: int, ancestor: int) -> bool:
+    while pid > 1:
+        if pid == ancestor:
+            return True
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state: the parent's pid
+    return False
 
 
 def test_peer_calibrated_witness_credits_an_honest_kernel_and_catches_a_forged_clock():
