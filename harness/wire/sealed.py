@@ -19,8 +19,10 @@ Host memory only: a device hand-over buffer (``harness.wire.device_buffer``) has
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import time
 
 import torch
 
@@ -79,6 +81,22 @@ class OutputSlot(SharedBuffer):
         raise WireError("the judge never writes an output file")
 
 
+def _seal_write(fd: int, retries: int = 3) -> bool:
+    """F_SEAL_WRITE on ``fd``; the kernel refuses it (EBUSY) while a page of the file has a reference it cannot account
+    for, a writable mapping or a transient one (an honest candidate's output file once came in unsealed in a loaded CI
+    run, a breach of sealed_handover, with nothing of the harness's mapping it): a few more tries, a millisecond or a
+    few apart, before the judge is left to see the file unsealed."""
+    for attempt in range(retries + 1):
+        try:
+            fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE)
+            return True
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or attempt == retries:
+                return False
+            time.sleep(0.001 * 2**attempt)
+    return False
+
+
 def write_sealed(fd: int, t: torch.Tensor, *, seal: bool = True) -> dict:
     """Candidate side: ``t``'s values into the output file at offset 0, in the order its storage holds them where that
     is dense (as ``SharedBuffer.write``), then the write seal. Returns the descriptor. A refused seal (someone maps
@@ -92,8 +110,11 @@ def write_sealed(fd: int, t: torch.Tensor, *, seal: bool = True) -> dict:
         done = 0
         while done < nbytes:
             done += os.pwrite(fd, data[done:], done)
-    with contextlib.suppress(OSError):
-        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE) if seal else fcntl.fcntl(fd, fcntl.F_GET_SEALS)
+    if seal:
+        _seal_write(fd)
+    else:
+        with contextlib.suppress(OSError):
+            fcntl.fcntl(fd, fcntl.F_GET_SEALS)
     desc = {"offset": 0, "shape": list(t.shape), "dtype": dtype_name(t.dtype), "nbytes": nbytes}
     if order is not None:
         desc["dim_order"] = order
