@@ -290,14 +290,14 @@ def write_table(out: Path, data: dict, scope: str, eval_set: list[str]) -> None:
     """full_size_sweep.md / .json from a run's figures (``read_run``'s, plus wall and peaks); adds candidates/hour."""
     wall, peak, gpu = data["wall_s"], data["peak_disk_bytes"], data["gpu_peak_mib"]
     per_hour = data["candidates_per_hour"] = data["attempts"] / wall * 3600 if wall > 0 else 0.0
-    busy = "not sampled" if data.get("gpu_busy_pct") is None else f"{data['gpu_busy_pct']:.0f}%"
+    gpu_busy = "not sampled" if data.get("gpu_busy_pct") is None else f"{data['gpu_busy_pct']:.0f}%"
     lines = ["| figure | value |", "|---|---|",
              f"| candidates evaluated | {scope} |",
              f"| wall | {wall:.0f} s |", f"| candidates per hour | {per_hour:.0f} |",
              f"| peak disk used (largest filesystem delta) | "
              f"{f'{max(peak.values()) / 2**30:.2f} GiB' if peak else 'not sampled'} |",
              f"| peak GPU memory in use | {f'{gpu} MiB' if gpu is not None else 'not sampled'} |",
-             f"| GPU busy (nvidia-smi utilization.gpu, mean of 1 s samples) | {busy} |",
+             f"| GPU busy (nvidia-smi utilization.gpu, mean of 1 s samples) | {gpu_busy} |",
              f"| harness errors (errors.jsonl) | {data['harness_errors']} |",
              f"| model errors (errors.jsonl: nothing recorded, unreadable response) | {data['model_errors']} |"]
     lines += [f"| {proto} verdicts | {', '.join(f'{k} {v}' for k, v in sorted(c.items()))} |"

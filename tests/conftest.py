@@ -37,6 +37,26 @@ def llm_server(monkeypatch):
         yield srv
 
 
+def descendants(root: int) -> list[int]:
+    """The pids of ``root``'s descendants now, read from /proc (a test's own processes, apart from those of another
+    test worker running beside it)."""
+    def parent(pid: int) -> int:
+        try:
+            return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            return 0
+
+    out = []
+    for pid in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        p, seen = pid, 0
+        while p > 1 and seen < 64:
+            p, seen = parent(p), seen + 1
+            if p == root:
+                out.append(pid)
+                break
+    return out
+
+
 @contextlib.contextmanager
 def private_cache_evaluator(root: Path, settings):
     """A CPU small-size evaluator whose build cache, PCH and object caches all lie under ``root``: what a test's

@@ -15,6 +15,7 @@ from harness import EvalSettings
 from harness.candidate.clock_peer import serve
 from harness.judge.peer_link import PeerLink
 from harness.wire.conn import Conn
+from tests.conftest import descendants
 
 ROOT = Path(__file__).resolve().parents[1]
 HONEST = (ROOT / "agents" / "demo_kernels" / "cpu" / "l1_19_relu_t2.py").read_text()
@@ -92,19 +93,7 @@ def test_a_peer_that_is_gone_leaves_no_sample_and_says_why():
 def _peers_running() -> int:
     """This test process's clock peers (its descendants only: another test worker's come and go meanwhile)."""
     out = subprocess.run(["pgrep", "-f", "harness.candidate.clock_peer"], capture_output=True, text=True).stdout
-    return sum(_descends_from(int(pid), os.getpid()) for pid in out.split())
-
-
-def _descends_from(pid: int, ancestor: int) -> bool:
-    while pid > 1:
-        if pid == ancestor:
-            return True
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return False
-        pid = int(stat.rsplit(")", 1)[1].split()[1])  # the field after the state: the parent's pid
-    return False
+    return len({int(pid) for pid in out.split()} & set(descendants(os.getpid())))
 
 
 def test_peer_calibrated_witness_credits_an_honest_kernel_and_catches_a_forged_clock():

@@ -36,7 +36,7 @@ import pytest
 
 import harness
 from harness import EvalSettings
-from tests.conftest import private_cache_evaluator
+from tests.conftest import descendants, private_cache_evaluator
 
 PROBLEM = "level1/19_ReLU"
 REPO = Path(__file__).resolve().parent.parent
@@ -134,30 +134,11 @@ def _pids() -> list[int]:
     return [int(p) for p in os.listdir("/proc") if p.isdigit()]
 
 
-def _ppid(pid: int) -> int:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 def _state(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return "?"
-
-
-def _descendants(root: int) -> list[int]:
-    out = []
-    for pid in _pids():
-        p, seen = pid, 0
-        while p > 1 and seen < 64:
-            p, seen = _ppid(p), seen + 1
-            if p == root:
-                out.append(pid)
-                break
-    return out
 
 
 def _with_token(token: str) -> list[int]:
@@ -281,7 +262,7 @@ raise RuntimeError("KV_FINDINGS " + json.dumps(findings))
 
 def test_build_cannot_reach_the_judge_or_other_workers(ctx):
     token = secrets.token_hex(8)
-    judges_before = [p for p in _descendants(os.getpid()) if "harness.judge.judge" in _cmdline(p)]
+    judges_before = [p for p in descendants(os.getpid()) if "harness.judge.judge" in _cmdline(p)]
     assert judges_before, "setup: the module's judge should be running while the attacker builds"
     r = evaluate_attacker(ctx, _source(JUDGE_ATTACK, token, TEST_PID=str(os.getpid())))
     m = re.search(r"KV_FINDINGS (\{.*?\})", r.record.error or "")

@@ -408,6 +408,21 @@ def verified_pass(st: ErrorStats, exp: Expected, precision: str = "fp32", advers
         st.max_abs <= tol * (1 + st.expected_abs_max)
 
 
+def naive_key(i: int) -> tuple:
+    """The judge's cache key of naive trial ``i``'s reference (KernelBench's model: no variant)."""
+    return ("naive", i)
+
+
+def verified_key(i: int, variant: str) -> tuple:
+    """The judge's cache key of verified trial ``i``'s reference under the reference variant ``variant``."""
+    return ("verified", i, variant)
+
+
+def timing_key(i: int, variant: str, generation: int = 0) -> tuple:
+    """Timing set ``i``'s key as drawn (generation 0, kept in the cache) or renewed (each renewal one more, never kept)."""
+    return ("timing", i, variant, generation)
+
+
 class Judge:
     def __init__(self, job: JobSpec) -> None:
         self.job, self.device, self.settings = job, job.device, job.settings
@@ -634,12 +649,12 @@ class Judge:
         t_end = time.perf_counter() + seconds
         if not self.naive_plan or self._input_bytes() > self.settings.references_ahead_bytes:
             return 0
-        plan = [(("naive", i), s.seed, s.scale, "default", True, None, None) for i, s in enumerate(self.naive_plan)]
-        plan += [(("verified", i, "perturbed"), s.seed, s.scale, "perturbed", False, s.distribution, None)
+        plan = [(naive_key(i), s.seed, s.scale, "default", True, None, None) for i, s in enumerate(self.naive_plan)]
+        plan += [(verified_key(i, "perturbed"), s.seed, s.scale, "perturbed", False, s.distribution, None)
                  for i, s in enumerate(self.verified_plan)]
         if self.timing_seeds:
             seed = self.timing_seeds[0]
-            plan.append((("timing", 0, "perturbed", 0), seed, 1.0, "perturbed", False, None, seed))
+            plan.append((timing_key(0, "perturbed"), seed, 1.0, "perturbed", False, None, seed))
         kept = 0
         for key, seed, scale, variant, naive, distribution, forward in plan:
             if time.perf_counter() > t_end:
@@ -938,7 +953,7 @@ class Session:
         if kind == "naive_trial" and req.index == next_naive < len(j.naive_plan) and next_verified == 0:
             spec = j.naive_plan[next_naive]
             with self._clock("expected"):
-                exp = j.expected(("naive", next_naive), spec.seed, spec.scale, "default", naive=True)
+                exp = j.expected(naive_key(next_naive), spec.seed, spec.scale, "default", naive=True)
             tr = TrialResult(distribution=spec.distribution, seed=spec.seed, params=spec.params,
                              reference_nonfinite=exp.nonfinite)
             self.naive_trials.append(tr)
@@ -951,7 +966,7 @@ class Session:
                 self._params([], construction_seed(j.job.perturb_seed))
             spec = j.verified_plan[next_verified]
             with self._clock("expected"):
-                exp = j.expected(("verified", next_verified, self.variant), spec.seed, spec.scale, self.variant,
+                exp = j.expected(verified_key(next_verified, self.variant), spec.seed, spec.scale, self.variant,
                                  naive=False, distribution=spec.distribution)
             tr = TrialResult(distribution=spec.distribution, seed=spec.seed,
                              params="perturbed" if self.variant.startswith("perturbed") else self.variant,
@@ -1111,7 +1126,7 @@ class Session:
     def _timing_inputs(self) -> None:
         j = self.j
         for i, seed in enumerate(j.timing_seeds):
-            self.timing_keys.append((("timing", i, self.variant, 0), seed))  # (..., generation): renewed per call
+            self.timing_keys.append((timing_key(i, self.variant), seed))  # its generation counts the renewals
         # One reference now, for the output's size (the others only for the calls the judge picks to check: every
         # timed call gets fresh values), computed before the candidate process holds its timing sets and outputs.
         first = self._expected_timing(0)
